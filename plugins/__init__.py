@@ -1,0 +1,1 @@
+"""SparkTrace's stages: logic modules (no pytest) and thin hook modules (hooks_*)."""
