@@ -1,0 +1,12 @@
+// out[r] = sum of row r of an R x C row-major fp32 matrix.
+// One thread per row, 128-thread blocks: thread r walks its row with scalar loads.
+extern "C" __global__ void k0(const float* __restrict__ x, float* __restrict__ out, int R, int C)
+{
+    const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= R) return;
+    const float* row = x + (long long)r * C;
+    float s = 0.0f;
+    for (int c = 0; c < C; ++c)
+        s += row[c];
+    out[r] = s;
+}

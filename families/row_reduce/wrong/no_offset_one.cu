@@ -1,0 +1,18 @@
+// WRONG ON PURPOSE: the warp-per-row rewrite with the butterfly stopping at
+// offset 2, so lane 0 ends with the sum of the even lanes only: the float4s
+// read by odd lanes never reach out[r]. Never offered as an option.
+extern "C" __global__ void k0(const float* __restrict__ x, float* __restrict__ out, int R, int C)
+{
+    const int lane = threadIdx.x & 31;
+    const int r = blockIdx.x * 8 + (threadIdx.x >> 5);
+    if (r >= R) return;
+    const float4* row = reinterpret_cast<const float4*>(x + (long long)r * C);
+    float s = 0.0f;
+    for (int c = lane; c < C / 4; c += 32) {
+        const float4 v = row[c];
+        s += (v.x + v.y) + (v.z + v.w);
+    }
+    for (int o = 16; o > 1; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) out[r] = s;
+}

@@ -1,0 +1,91 @@
+// SparkTrace CPU emulator: the data shared by the runtime (emu_runtime.cpp)
+// and the device prelude (cuda_emu.h). Kept free of system headers so that a
+// kernel's file-scope names cannot clash with libc.
+#pragma once
+#include <stdint.h>
+
+#define EMU_HIDDEN __attribute__((visibility("hidden")))
+#define EMU_EXPORT extern "C" __attribute__((visibility("default")))
+
+struct uint3 { unsigned int x, y, z; };
+struct dim3 {
+    unsigned int x, y, z;
+    constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+    constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+    constexpr operator uint3() const { return uint3{x, y, z}; }
+};
+
+enum emu_state { EMU_RUNNABLE = 0, EMU_AT_BAR = 1, EMU_AT_WARP = 2, EMU_AT_GRID = 3, EMU_EXITED = 4 };
+
+enum emu_warp_op_kind {
+    EMU_OP_SYNCWARP = 0, EMU_OP_SHFL, EMU_OP_BALLOT, EMU_OP_ANY, EMU_OP_ALL,
+    EMU_OP_RED_ADD_U, EMU_OP_RED_ADD_I, EMU_OP_RED_MIN_U, EMU_OP_RED_MIN_I,
+    EMU_OP_RED_MAX_U, EMU_OP_RED_MAX_I, EMU_OP_RED_AND, EMU_OP_RED_OR, EMU_OP_RED_XOR,
+};
+
+enum emu_bar_kind { EMU_BAR_PLAIN = 0, EMU_BAR_COUNT, EMU_BAR_AND, EMU_BAR_OR };
+
+struct emu_block;
+
+// One CUDA thread: a fiber. The first cache line holds everything a barrier
+// touches; the prelude reads tid, lane and blk.
+struct alignas(64) emu_thread {
+    uint3 tid;                 // threadIdx
+    unsigned lane;
+    emu_block* blk;
+    void* sp;                  // saved stack pointer (x86-64 switch)
+    int state;
+    int wop;                   // pending warp-level operation (or barrier kind)
+    int bar_pred;
+    unsigned wmask;
+    const char* what;          // name of the sync point it waits at
+    unsigned wsrc;
+    unsigned linear;
+    // second line: values exchanged by warp operations, and the portable context
+    unsigned long long wval, wres;
+    unsigned warp;
+    void* uctx;                // ucontext_t* (portable fallback)
+};
+static_assert(__builtin_offsetof(emu_thread, wval) == 64, "a barrier's fields fit one cache line");
+
+// One CUDA block: its index, its shared memory, its threads.
+struct emu_block {
+    uint3 idx;                 // blockIdx
+    char* dyn_smem;            // extern __shared__ (launch's shared_bytes)
+    char* static_smem;         // arena for __shared__ declarations
+    emu_thread* threads;
+    unsigned n;
+    unsigned n_exited, n_bar, n_warp, n_grid;
+    int bar_result;
+    int done;
+};
+
+// What a launch reports back to Python (mirrored by ctypes in emulate.py).
+struct emu_status {
+    int32_t code;              // 0 ok, 1 error (msg), 2 signal, 3 timeout
+    int32_t signo;
+    int32_t si_code;
+    int32_t region;            // 0 unknown, 1 fiber stack guard, 2 dynamic shared guard, 3 static shared guard
+    uint64_t addr;
+    int32_t in_thread;
+    uint32_t tid[3];
+    uint32_t bid[3];
+    uint32_t pad;
+    double seconds;
+    uint64_t switches;
+    char msg[1024];
+};
+
+extern "C" {
+EMU_HIDDEN extern emu_thread* emu_cur;
+EMU_HIDDEN extern dim3 emu_block_dim;
+EMU_HIDDEN extern dim3 emu_grid_dim;
+EMU_HIDDEN extern int emu_cooperative;
+EMU_HIDDEN void emu_syncthreads(const char* what);
+EMU_HIDDEN int emu_syncthreads_pred(int kind, int pred, const char* what);
+EMU_HIDDEN unsigned long long emu_warp_op(int op, unsigned mask, unsigned long long val, unsigned src, const char* what);
+EMU_HIDDEN void emu_grid_sync(const char* what);
+EMU_HIDDEN unsigned long emu_place_shared(unsigned long size, unsigned long align);
+EMU_HIDDEN unsigned emu_active_mask(void);
+EMU_HIDDEN __attribute__((noreturn, format(printf, 1, 2))) void emu_fail(const char* fmt, ...);
+}
