@@ -1,0 +1,235 @@
+"""Which letter did the model answer? The last explicit answer, or a miss.
+
+Why tolerant: a correct letter in bold after a paragraph of analysis is still
+an answer, and a naive `Answer:\\s*([ABCD])` scorer skips it (the seed lost a
+point that way). Why still strict about *what counts*: a letter in code
+(`B[row]`, `A.x`) or prose ("option A uses float4") is not an answer, and
+taking it would score noise. When in doubt this module returns None (a miss),
+never a guess.
+
+Decisions for ambiguous text (each has a case in tests/fixtures/answers/):
+- Only explicit answers count: a label ("Answer: B", "The answer is B",
+  "Final answer: option C", "I choose B", "the fastest option is B",
+  `{"answer": "B"}`, `<answer>B</answer>`, `\\boxed{B}`), or a letter alone
+  on the last line of text, or alone right after a line that is only an
+  answer label ("## Final Answer").
+- The last explicit answer wins ("Answer: C ... actually, the answer is B" -> B).
+- Alternatives are not answers: "Answer: A or B", "A/B", and an echoed
+  "Answer: A / Answer: B / Answer: C / Answer: D" line give nothing; the same
+  letter twice ("A / Answer: A", seen from SmolLM2) is that letter.
+- Negations are not answers: "the answer is not A" gives nothing.
+- A lower-case letter after a label counts only at the end of its line
+  ("answer: b"), because "the answer is a bit subtle" is prose.
+- Fenced code blocks are ignored entirely (an unterminated fence runs to the
+  end). Inline code counts only when it holds just a letter (`` `B` ``).
+- "A is wrong", "I think (A) or (B)", a ranking list ("- C", "- B" ...), and a
+  trace cut off before a label give nothing.
+"""
+from __future__ import annotations
+
+import re
+
+_CODE = "\x00"  # stands in for code, so nothing in it can match or touch a letter
+
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+_INLINE_CODE = re.compile(r"`+([^`\n]*?)`+")
+_CODE_IS_ANSWER = re.compile(
+    r"^\s*(?:(?:final\s+)?answer\s*[:：]?\s*)?[\(\[]?\s*[A-Da-d]\s*[\)\]]?\.?\s*$", re.I
+)
+_TEX_WRAP = re.compile(r"\\(?:text|textbf|textit|texttt|mathrm|mathbf|mathit|mathtt|mbox|emph)\s*\{([^{}]*)\}")
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{([^{}]*)\}")
+_BOXED_LETTER = re.compile(r"^\s*(?:(?:option|choice)\s+)?[\(\[]?\s*([A-Da-d])\s*[\)\]]?\s*$", re.I)
+_XML_ANSWER = re.compile(r"<\s*(?:final_)?answer\s*>\s*([^<\n]{0,40}?)\s*<\s*/\s*(?:final_)?answer\s*>", re.I)
+_DISPLAY_MATH = re.compile(r"\$\$([^$]{0,200})\$\$")
+_INLINE_MATH = re.compile(r"\$([^$\n]{1,80})\$")
+_TEX_DELIMS = re.compile(r"\\[\(\)\[\]]")
+_STRONG = re.compile(r"\*\*|__")
+_EMPH = re.compile(r"(?<![\w*])[*_](?=\S)([^*_\n]{1,80}?)(?<=\S)[*_](?![\w*])")
+_HEADING = re.compile(r"^[ \t]*(?:#{1,6}|>+)[ \t]*", re.M)
+
+_LABEL = r"""
+(?:
+    \b(?:final\s+|correct\s+|my\s+)?answer
+        (?:\s+(?:is|would\s+be|should\s+be|will\s+be|here\s+is))?
+  | \b(?:correct|best|fastest|right|final|winning)\s+(?:option|choice|rewrite|candidate|pick)
+        (?:\s+(?:is|would\s+be|should\s+be|will\s+be))?
+  | \b(?:final\s+|my\s+)?choice(?:\s+is)?
+  | \bI(?:\s+would|\s+will|'ll|'d|\s+therefore|\s+will\s+therefore)?\s+(?:choose|pick|select|go\s+with)
+)
+(?:\s+(?:likely|probably|clearly|definitely|therefore|thus))?
+"""
+_SEP = r"""\s*["']?\s*(?:[:：=]|\s[-–—]|[-–—]\s)?\s*["']?\s*(?:(?:option|choice)\s+)?[\(\[\{]?\s*"""
+_EXPLICIT = re.compile(
+    r"(?P<label>" + _LABEL + r")\b" + _SEP + r"(?P<letter>[A-Da-d])(?=(?P<after>[^\n]{0,60}))",
+    re.I | re.X,
+)
+# After an upper-case letter: not code (B[row], A.x, B(...), A->), not a word.
+_UPPER_END = re.compile(r"^(?![\w\[\(]|\.\w|->|'s\b)")
+# After a lower-case letter: only closers and punctuation up to the end of the line.
+_LOWER_END = re.compile(r"""^[\)\]\}"'*]*[.!]?[\)\]\}"'*]*\s*$""")
+_ALT_AFTER = re.compile(
+    r"""^[\)\]\}"']*\s*(?:/|\||\bor\b)\s*(?:answer\s*[:：]?\s*)?(?:(?:option|choice)\s+)?[\(\[]?"""
+    r"""(?P<other>[A-Da-d])(?![\w\[])""",
+    re.I,
+)
+_ALT_BEFORE = re.compile(r"""(?<![\w\[])(?P<other>[A-Da-d])[\)\]\}"']*\s*(?:/|\||\bor)\s*$""", re.I)
+_VERB_END = re.compile(
+    r"(?:\bis|\bbe|choose|pick|select|with|therefore|thus|likely|probably|clearly|definitely)$", re.I
+)
+
+# A line that is only an answer label ("Final Answer:", "Answer")
+_LABEL_LINE = re.compile(r"^\s*(?:the\s+)?(?:final\s+|correct\s+|my\s+)?answer\s*(?:is)?\s*[:：]?\s*$", re.I)
+_BARE_LINE = re.compile(r"^\s*(?:(?:option|choice)\s+)?[\(\[]?\s*(?P<letter>[A-Da-d])\s*[\)\]]?\s*[.!]?\s*$", re.I)
+# Rest of an "Answer: ..." line that names its option in words: "Answer: the padded tile (C)"
+_ANSWER_COLON = re.compile(r"\banswer\b[^:：\n]{0,20}[:：](?P<rest>[^\n]*)", re.I)
+_NAMED_OPTION = re.compile(r"\((?P<a>[A-D])\)|\b(?:option|choice)\s+(?P<b>[A-D])\b(?![\[\(]|\.\w)")
+_LINE_END = re.compile(r"""^[\s.!)\]}*"']*$""")
+_DECORATION = re.compile(r"^[\s\-*_=~#>|]*$")
+
+
+def strip_code(text: str) -> str:
+    """Replace fenced code blocks (and an unterminated one, to the end) with a code marker line."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        m = _FENCE.match(line)
+        if fence is None:
+            if m:
+                fence = m.group(1)
+                out.append(_CODE)
+            else:
+                out.append(line)
+        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+            if not line.strip()[len(m.group(1)):].strip():  # a closing fence has nothing after it
+                fence = None
+        # lines inside a fence are dropped
+    return "\n".join(out)
+
+
+def _inline_code(m: re.Match) -> str:
+    inner = m.group(1)
+    return f" {inner.strip()} " if _CODE_IS_ANSWER.match(inner) else f" {_CODE} "
+
+
+def _boxed(m: re.Match) -> str:
+    inner = m.group(1)
+    letter = _BOXED_LETTER.match(inner)
+    return f" Answer: {letter.group(1)} " if letter else f" {inner} "
+
+
+def _xml(m: re.Match) -> str:
+    return f" Answer: {m.group(1)} "
+
+
+def normalize(text: str) -> str:
+    """Text with code removed and Markdown/TeX wrappers stripped; line structure kept."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = strip_code(text)
+    text = _INLINE_CODE.sub(_inline_code, text)
+    for _ in range(4):  # nested \text{\textbf{B}}
+        new = _TEX_WRAP.sub(lambda m: m.group(1), text)
+        if new == text:
+            break
+        text = new
+    text = _BOXED.sub(_boxed, text)
+    text = _XML_ANSWER.sub(_xml, text)
+    text = _DISPLAY_MATH.sub(lambda m: f" {m.group(1)} ", text)
+    text = _INLINE_MATH.sub(lambda m: f" {m.group(1)} ", text)
+    text = _TEX_DELIMS.sub(" ", text)
+    text = _STRONG.sub("", text)
+    text = _EMPH.sub(lambda m: m.group(1), text)
+    text = _HEADING.sub("", text)
+    return text
+
+
+def _explicit(text: str) -> list[tuple[int, str]]:
+    """(position, letter) of every labelled answer that is not an alternative or a negation."""
+    found: list[tuple[int, str]] = []
+    pos = 0
+    while (m := _EXPLICIT.search(text, pos)) is not None:
+        if _accepted(text, m):
+            found.append((m.start("letter"), m.group("letter").upper()))
+            pos = m.start("letter") + 1
+        else:
+            # a rejected letter may begin the next label ("the answer is Answer: B"): resume at it
+            pos = max(m.start("letter"), m.start() + 1)
+    return found
+
+
+def _accepted(text: str, m: re.Match) -> bool:
+    letter, after = m.group("letter"), m.group("after")
+    if letter.isupper():
+        if not _UPPER_END.match(after):
+            return False  # B[row], A.x, "Answers", a word starting with the letter
+    elif not _LOWER_END.match(after):
+        return False  # "the answer is a bit subtle"
+    between = text[m.end("label"): m.start("letter")]
+    if not between.strip() and not _LOWER_END.match(after) and not _VERB_END.search(m.group("label")):
+        return False  # "Answer A question": a bare label needs the letter to end its line
+    for alt in (_ALT_AFTER.match(after), _ALT_BEFORE.search(text[max(0, m.start() - 16): m.start()])):
+        if alt and alt.group("other").upper() != letter.upper():
+            return False  # "Answer: A or B", "Answer: A / Answer: B / ..." ("A / Answer: A" is still A)
+    return True  # negations cannot match: only separators may stand between label and letter
+
+
+def _named_in_answer_line(text: str, taken: set[int]) -> list[tuple[int, str]]:
+    """"Answer: the padded tile (C)": one option named at the end of an answer line with no direct letter."""
+    found: list[tuple[int, str]] = []
+    for m in _ANSWER_COLON.finditer(text):
+        start, end = m.start("rest"), m.end("rest")
+        if any(start - 30 <= p <= end for p in taken):
+            continue
+        rest = m.group("rest")
+        hits = list(_NAMED_OPTION.finditer(rest))
+        letters = {h.group("a") or h.group("b") for h in hits}
+        # one option, named at the end of the line: "Answer: the padded tile (C)."
+        if len(letters) == 1 and _LINE_END.match(rest[hits[-1].end():]):
+            found.append((start + hits[-1].start(), letters.pop()))
+    return found
+
+
+def _bare_lines(text: str) -> list[tuple[int, str]]:
+    """A letter alone on the last line, or alone right after an answer-label line."""
+    found: list[tuple[int, str]] = []
+    lines: list[tuple[int, str]] = []
+    pos = 0
+    for line in text.split("\n"):
+        if not _DECORATION.match(line):
+            lines.append((pos, line))
+        pos += len(line) + 1
+    for i, (start, line) in enumerate(lines):
+        m = _BARE_LINE.match(line)
+        if not m:
+            continue
+        after_label = i > 0 and _LABEL_LINE.match(lines[i - 1][1])
+        is_last = i == len(lines) - 1
+        letter = m.group("letter")
+        if after_label or (is_last and letter.isupper()):
+            found.append((start + m.start("letter"), letter.upper()))
+    return found
+
+
+def extract_letter(text: str | None) -> str | None:
+    """The last explicit answer letter (A-D) in a model's reply, or None for a miss."""
+    if not text:
+        return None
+    norm = normalize(text)
+    explicit = _explicit(norm)
+    candidates = explicit + _named_in_answer_line(norm, {p for p, _ in explicit}) + _bare_lines(norm)
+    if not candidates:
+        return None
+    return max(candidates)[1]
+
+
+_STRICT = re.compile(r"Answer:\s*([ABCD])")
+
+
+def strict_letter(text: str | None) -> str | None:
+    """What a naive verifier takes: the first `Answer:\\s*([ABCD])` match, else None.
+
+    Reported beside the tolerant score to show how many answers a strict scorer misses.
+    """
+    if not text:
+        return None
+    m = _STRICT.search(text)
+    return m.group(1) if m else None
