@@ -14,9 +14,12 @@ from functools import lru_cache
 from pathlib import Path
 
 # Shared with the GPU run (plugins/device.py passes the same options to CuPy).
-# No fast-math, no register caps, no launch bounds: nothing that would tell
-# candidates apart except their code. ptxas's default optimisation level is -O3.
-NVRTC_OPTIONS: tuple[str, ...] = ("--std=c++17",)
+# CuPy 14 always appends -ftz=true and --device-as-default-execution-space to
+# what it hands NVRTC (cupy/cuda/compiler.py), so the CPU check states them
+# too: CI and the GPU build then see the same flags. No fast-math, no register
+# caps, no launch bounds: nothing tells candidates apart except their code.
+# ptxas's default optimisation level is -O3.
+NVRTC_OPTIONS: tuple[str, ...] = ("--std=c++17", "-ftz=true", "--device-as-default-execution-space")
 ARCHS: tuple[str, ...] = ("sm_90", "sm_100", "sm_121")
 STATIC_SHARED_LIMIT = 48 * 1024
 

@@ -1,0 +1,424 @@
+"""One family through the measure pass: gate, time, rank, write the key, capture the slip.
+
+Why a pytest-free session object: the order matters (only gated candidates
+are timed; the slip is taken after the timing buffers are freed) and every
+step must fail soft, so one broken family is recorded and the next one runs.
+The GPU parts come in through two seams, an `Executor` (plugins.gate) and a
+`TimerFactory` (plugins.timing), which CPU tests replace with labelled fakes.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from plugins.compare import poison
+from plugins.gate import Executor, GateResult, fresh_seeds, gate_candidate
+from plugins.keyfile import SCHEMA, atomic_write_json, write_key
+from plugins.manifest import Candidate, Family
+from plugins.plan import Number
+from plugins.ranking import FamilyRanking, rank_family
+from plugins.timing import BLOCKS, BlockRun, Timer, bytes_moved, run_blocks
+
+log = logging.getLogger("sparktrace.measure")
+
+GATE_SEEDS = 3
+
+
+class TimerFactory(Protocol):
+    def __call__(self, fam: Family, shape: Mapping[str, Number], host_buffers: Mapping[str, np.ndarray], candidates: Sequence[Candidate]) -> Timer: ...
+
+
+class SlipCapture(Protocol):
+    def __call__(self, fam: Family, gpu: str) -> Any: ...
+
+
+@dataclass(frozen=True)
+class MeasureConfig:
+    out_root: Path  # keys go to <out_root>/families/<name>/measurements/, slips to <out_root>/slips/<gpu>/
+    repo: Path
+    families_root: Path
+    command: str
+    replace: bool = False
+    blocks: int = BLOCKS
+    gate_seeds: int = GATE_SEEDS
+    ncu: bool = True
+
+
+@dataclass
+class FamilyOutcome:
+    """What happened to one family; `error` is set when a step crashed (recorded, not raised)."""
+
+    family: str
+    gate: dict[str, GateResult] = field(default_factory=dict)
+    gate_problems: list[str] = field(default_factory=list)
+    blocks: BlockRun | None = None
+    ranking: FamilyRanking | None = None
+    slip: dict = field(default_factory=dict)
+    key_path: Path | None = None
+    record: dict | None = None
+    error: str = ""
+    seconds: dict = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        rk = self.ranking.ranking if self.ranking else None
+        spreads = {cid: st.spread for cid, st in self.ranking.stats.items()} if self.ranking else {}
+        return {
+            "family": self.family,
+            "winner": rk.winner if rk else None,
+            "runner_up": rk.runner_up if rk else None,
+            "ratio": rk.ratio if rk else None,
+            "kept": rk.kept if rk else False,
+            "noisy": rk.noisy if rk else False,
+            "reason": self.error or (rk.reason if rk else ""),
+            "max_spread": max((s for s in spreads.values() if s is not None), default=None),
+            "gate_problems": self.gate_problems,
+            "slip": self.slip.get("status", "not run"),
+            "slip_reason": self.slip.get("reason", ""),
+            "key": str(self.key_path) if self.key_path else None,
+            "seconds": self.seconds,
+        }
+
+
+def timing_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> dict[str, np.ndarray]:
+    """Timing-size host buffers: inputs from the reference's make_inputs, the rest poisoned.
+
+    No reference output is computed at this size: the gate already decided
+    correctness on its own shapes and seeds.
+    """
+    rng = np.random.default_rng(seed)
+    inputs = fam.reference_module().make_inputs(rng, dict(shape))
+    counts = fam.buffer_counts(shape)
+    out = {}
+    for b in fam.buffers:
+        if b.role == "input":
+            arr = np.ascontiguousarray(inputs[b.name], dtype=b.dtype).reshape(-1)
+            if arr.size != counts[b.name]:
+                raise ValueError(f"{fam.path}/reference.py: make_inputs gave {arr.size} elements for {b.name!r}, family.toml says {counts[b.name]}; fix make_inputs or buffers.{b.name}.count")
+            out[b.name] = arr
+        else:
+            out[b.name] = np.full(counts[b.name], poison(b.dtype), dtype=b.dtype)
+    return out
+
+
+def gate_problems(results: Mapping[str, GateResult]) -> list[str]:
+    """Everything that makes the gate itself untrustworthy, or a candidate unusable."""
+    out = []
+    for r in results.values():
+        if r.role == "wrong" and r.passed:
+            out.append(f"wrong variant {r.candidate!r} passed the gate (seeds {list(r.seeds)}), so the gate cannot be trusted")
+        elif r.role != "wrong" and not r.passed:
+            out.append(f"{r.role} {r.candidate!r} failed the gate: {r.reason}")
+    return out
+
+
+def _seed() -> int:
+    return int.from_bytes(os.urandom(4), "little")
+
+
+class MeasureSession:
+    """Measures families one at a time and remembers each outcome (tests ask for it several times)."""
+
+    def __init__(
+        self,
+        config: MeasureConfig,
+        executor: Executor,
+        timer_factory: TimerFactory,
+        gpu: Mapping[str, Any],
+        provenance: Mapping[str, Any],
+        capture: SlipCapture | None = None,
+        seeds: Callable[[int], Sequence[int]] = fresh_seeds,
+        new_seed: Callable[[], int] = _seed,
+        after_family: Callable[[], None] | None = None,
+    ):
+        self.config = config
+        self.executor = executor
+        self.timer_factory = timer_factory
+        self.gpu = dict(gpu)
+        self.provenance = dict(provenance)
+        self.capture = capture
+        self.seeds = seeds
+        self.new_seed = new_seed
+        self.after_family = after_family
+        self.outcomes: dict[str, FamilyOutcome] = {}
+
+    @property
+    def slug(self) -> str:
+        return str(self.gpu.get("slug") or "unknown-gpu")
+
+    def measure(self, fam: Family) -> FamilyOutcome:
+        if fam.name not in self.outcomes:
+            out = self.outcomes[fam.name] = self._measure(fam)
+            self._write_summary(out)
+            s = out.summary()
+            log.info("%s done in %.1f s: winner %s, ratio %s, kept %s, noisy %s, slip %s%s", fam.name, sum(out.seconds.values()),
+                     s["winner"], s["ratio"], s["kept"], s["noisy"], s["slip"], f"; ERROR {out.error}" if out.error else "")
+        return self.outcomes[fam.name]
+
+    # ------------------------------------------------------------------ steps
+
+    def _measure(self, fam: Family) -> FamilyOutcome:
+        out = FamilyOutcome(fam.name)
+        step = "gate"
+        try:
+            t0 = time.monotonic()
+            seeds = tuple(self.seeds(self.config.gate_seeds))
+            for cand in fam.all_candidates:
+                out.gate[cand.id] = gate_candidate(fam, cand, self.executor, seeds)
+                log.info("%s/%s gate: %s %s", fam.name, cand.id, "pass" if out.gate[cand.id].passed else "FAIL", out.gate[cand.id].reason)
+            out.gate_problems = gate_problems(out.gate)
+            out.seconds["gate"] = time.monotonic() - t0
+
+            step = "timing"
+            t0 = time.monotonic()
+            timed = [c for c in fam.candidates if out.gate[c.id].passed]
+            shape = fam.shapes("timing")[0]
+            input_seed = self.new_seed()
+            block_seed = self.new_seed()
+            timer = self.timer_factory(fam, shape, timing_buffers(fam, shape, input_seed), timed)
+            try:
+                out.blocks = run_blocks(timer, [c.id for c in timed], block_seed, blocks=self.config.blocks)
+            finally:
+                close = getattr(timer, "close", None)
+                if close:
+                    close()
+            out.seconds["timing"] = time.monotonic() - t0
+
+            step = "ranking"
+            not_timed = {c.id: f"gated out: {out.gate[c.id].reason}" for c in fam.rewrites if not out.gate[c.id].passed}
+            not_timed.update({cid: f"crashed while timed: {why}" for cid, why in out.blocks.failures.items() if cid in {r.id for r in fam.rewrites}})
+            wrong_passed = [p for p in out.gate_problems if p.startswith("wrong variant")]
+            start_failed = [p for p in out.gate_problems if p.startswith("start ")]
+            problem = "; ".join(wrong_passed + start_failed)
+            out.ranking = rank_family(
+                fam.start.id, [r.id for r in fam.rewrites], {c.id: out.blocks.kept(c.id) for c in timed if c.id not in out.blocks.failures},
+                not_timed=not_timed, gate_problem=problem, bytes_moved=bytes_moved(fam, shape),
+                copy_bytes_per_s=out.blocks.copy_bytes_per_s, memory_bound=fam.bound == "memory",
+            )
+
+            step = "slip"
+            t0 = time.monotonic()
+            if not self.config.ncu:
+                out.slip = {"status": "skipped", "reason": "--no-ncu was given"}
+            elif self.capture is None:
+                out.slip = {"status": "skipped", "reason": "no slip capture configured"}
+            else:
+                r = self.capture(fam, self.slug)
+                out.slip = {"status": r.status, "reason": r.reason, "files": [self._rel(f) for f in r.files]}
+            out.seconds["slip"] = time.monotonic() - t0
+
+            step = "key"
+            out.record = self.record(fam, out, shape, input_seed)
+            out.key_path = write_key(Path(self.config.out_root) / "families" / fam.name, self.slug, out.record, replace=self.config.replace)
+        except Exception as exc:  # fail soft: the family's error is recorded and the pass moves on
+            out.error = f"{step}: {type(exc).__name__}: {exc}"
+            log.error("%s failed at %s:\n%s", fam.name, step, traceback.format_exc())
+        finally:
+            if self.after_family:
+                try:
+                    self.after_family()
+                except Exception as exc:
+                    out.error = out.error or f"cleanup: {type(exc).__name__}: {exc}"
+        return out
+
+    def _rel(self, path: str | Path) -> str:
+        try:
+            return str(Path(path).resolve().relative_to(Path(self.config.out_root).resolve()))
+        except ValueError:
+            return str(path)
+
+    def record(self, fam: Family, out: FamilyOutcome, shape: Mapping[str, Number], input_seed: int) -> dict:
+        """The measurement file (docs/artifacts.md section 2)."""
+        assert out.blocks is not None and out.ranking is not None
+        br, fr = out.blocks, out.ranking
+        cands: dict[str, dict] = {}
+        for c in fam.candidates:
+            samples = br.samples.get(c.id, ())
+            st = fr.stats.get(c.id)
+            thr = fr.throughputs.get(c.id)
+            entry = {
+                "role": c.role,
+                "time_ms": st.time_ms if st else None,
+                "samples_ms": [s.time_ms for s in samples if s.kept],
+                "sample_blocks": [s.block for s in samples if s.kept],
+                "sample_sm_clock_mhz": [s.sm_clock_mhz for s in samples if s.kept],
+                "skipped_samples": [s.as_skipped() for s in samples if not s.kept],
+                "launches_per_block": br.launches.get(c.id),
+                "spread": st.spread if st else None,
+                "speedup_vs_start": fr.speedups.get(c.id),
+                "bytes_moved": thr.bytes_moved if thr else bytes_moved(fam, shape),
+                "bytes_per_s": thr.bytes_per_s if thr else None,
+                "fraction_of_copy": thr.fraction_of_copy if thr else None,
+            }
+            if not out.gate[c.id].passed:
+                entry["not_timed"] = f"gated out: {out.gate[c.id].reason}"
+            elif c.id in br.failures:
+                entry["not_timed"] = f"crashed while timed: {br.failures[c.id]}"
+            cands[c.id] = entry
+        return {
+            "schema": SCHEMA,
+            "family": fam.name,
+            "bound": fam.bound,
+            "gpu": self.gpu,
+            "provenance": self.provenance,
+            "protocol": {**br.protocol_record(), "input_seed": input_seed},
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "sizes": dict(shape),
+            "gate": {
+                cid: {"role": r.role, "passed": r.passed, "reason": r.reason, "seeds": list(r.seeds),
+                      "shapes": [dict(s) for s in r.shapes], "executor": r.executor}
+                for cid, r in out.gate.items()
+            },
+            "gate_problems": out.gate_problems,
+            "candidates": cands,
+            "copy_bytes_per_s": br.copy_bytes_per_s,
+            "ranking": fr.ranking.as_record(),
+            "slip": out.slip,
+            "seconds": out.seconds,
+        }
+
+    def _write_summary(self, out: FamilyOutcome) -> None:
+        """One small file per family for the script's closing table (never inside families/)."""
+        path = Path(self.config.out_root) / "reports" / "measure" / self.slug / f"{out.family}.json"
+        try:
+            atomic_write_json(path, out.summary())
+        except OSError as exc:
+            log.warning("could not write %s: %s", path, exc)
+
+
+def summary_rows(summaries: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """family, winner, ratio, kept, spread: the closing table."""
+    rows = []
+    for s in summaries:
+        ratio = s.get("ratio")
+        spread = s.get("max_spread")
+        kept = "error" if s.get("reason", "").startswith(("gate:", "timing:", "ranking:", "slip:", "key:")) else ("yes" if s.get("kept") else "no")
+        if s.get("noisy"):
+            kept += " (noisy)"
+        rows.append([s["family"], s.get("winner") or "-", f"{ratio:.3f}" if ratio else "-", kept,
+                     f"{spread:.3f}" if spread is not None else "-"])
+    return rows
+
+
+def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
+    """The real session: CUDA-event timer, provenance read from the device, ncu slips."""
+    from plugins.capture import capture_slip, find_ncu, ncu_version
+    from plugins.device import cupy_added_options
+    from plugins.provenance import CupyProbe, gpu_record, software_record
+    from plugins.timing import CudaEventTimer
+
+    probe = CupyProbe(executor.device_index)
+    ncu = find_ncu()
+    gpu = gpu_record(probe)
+    options = [*executor.options, *cupy_added_options(executor.cp)]
+    prov = software_record(probe, config.repo, config.command, ncu_version(ncu), compile_options=options)
+
+    def timer_factory(fam: Family, shape: Mapping[str, Number], host: Mapping[str, np.ndarray], cands: Sequence[Candidate]) -> Timer:
+        return CudaEventTimer(executor, fam, shape, host, cands)
+
+    def capture(fam: Family, gpu_slug: str) -> Any:
+        executor.free()  # the profiled process allocates its own inputs
+        kernels = [launch.kernel for launch in fam.start.launches]
+        return capture_slip(fam.name, kernels, gpu_slug, config.out_root, config.repo, config.families_root, ncu=ncu)
+
+    return MeasureSession(config, executor, timer_factory, gpu, prov, capture=capture, after_family=executor.free)
+
+
+@dataclass
+class MeasureState:
+    """The pytest session's view of the measure pass: options, and the GPU opened at most once."""
+
+    config: MeasureConfig
+    families: tuple[str, ...] | None
+    markexpr: str
+    in_worker: bool
+    _executor: Any = None
+    _session: MeasureSession | None = None
+    _reason: str = ""
+
+    @property
+    def selected(self) -> bool:
+        """True when `-m` names the measure marker: only then does a GPU measure pass start."""
+        import re
+
+        return bool(re.search(r"\bmeasure\b", self.markexpr or ""))
+
+    def wants(self, family: str) -> bool:
+        return self.families is None or family in self.families
+
+    def executor(self) -> tuple[Any, str]:
+        """The CuPy executor, or None and the precise reason there is none."""
+        if self._executor is None and not self._reason:
+            from plugins.device import CupyExecutor, DeviceUnavailable
+
+            try:
+                self._executor = CupyExecutor()
+            except DeviceUnavailable as exc:
+                self._reason = str(exc)
+            except Exception as exc:
+                self._reason = f"no CUDA device: opening it failed ({type(exc).__name__}: {exc})"
+        return self._executor, self._reason
+
+    def session(self) -> tuple[MeasureSession | None, str]:
+        if not self.selected:
+            return None, "the GPU measure pass runs only when asked: run pytest -m measure"
+        if self._session is None:
+            ex, reason = self.executor()
+            if ex is None:
+                return None, reason
+            if self.in_worker:
+                return None, "the GPU measure pass runs in one process: run pytest -m measure without -n (xdist)"
+            try:
+                self._session = gpu_session(self.config, ex)
+            except Exception as exc:
+                self._reason = f"opening the measure session failed: {type(exc).__name__}: {exc}"
+                return None, self._reason
+        return self._session, ""
+
+    def summary_lines(self) -> list[str]:
+        if self._session is None or not self._session.outcomes:
+            return []
+        from tabulate import tabulate
+
+        rows = summary_rows([o.summary() for o in self._session.outcomes.values()])
+        return tabulate(rows, headers=["family", "winner", "ratio", "kept", "spread"], disable_numparse=True).splitlines()
+
+
+def state_from_options(root: Path, getoption: Callable[[str], Any], argv: Sequence[str], in_worker: bool) -> MeasureState:
+    """MeasureState from pytest's option values (`getoption` is config.getoption)."""
+    import shlex
+    import sys
+
+    out = getoption("measure_out")
+    fams = getoption("measure_families")
+    head = ["python3", "-m", "pytest"] if argv and argv[0].endswith("__main__.py") else [Path(argv[0]).name if argv else "pytest"]
+    cfg = MeasureConfig(
+        out_root=Path(out).resolve() if out else root,
+        repo=root,
+        families_root=(root / getoption("families_root")).resolve(),
+        command=shlex.join([*head, *argv[1:]]) + f"  # python: {sys.executable}",
+        replace=bool(getoption("measure_replace")),
+        blocks=int(getoption("measure_blocks")),
+        ncu=not getoption("no_ncu"),
+    )
+    families = tuple(f.strip() for f in fams.split(",") if f.strip()) if fams else None
+    return MeasureState(cfg, families, getoption("markexpr") or "", in_worker)
+
+
+def positive_int(text: str) -> int:
+    """argparse type for --measure-blocks: a bad value is a usage error, not a traceback."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} < 1; give at least one block (the protocol uses 5)")
+    return value
