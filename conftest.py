@@ -5,4 +5,5 @@ pytest_plugins = [
     "plugins.hooks_measure",
     "plugins.hooks_items",
     "plugins.hooks_model",
+    "pytester",  # the end-to-end tests run the suite on scratch copies of the project
 ]

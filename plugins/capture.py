@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from plugins.atomicio import write_text_atomic
 from plugins.keyfile import atomic_write_json
 from plugins.provenance import parse_ncu_version
 
@@ -206,9 +207,7 @@ def capture_slip(
                 result.reason = f"ncu --import exited {e.returncode}; see export_log_tail in {base}.json"
             else:
                 csv_path = base.with_suffix(".csv")
-                tmp = csv_path.with_name(f".{csv_path.name}.tmp")
-                tmp.write_text(e.stdout)
-                os.replace(tmp, csv_path)
+                write_text_atomic(csv_path, e.stdout)
                 result.files.append(str(csv_path))
                 try:
                     rec["csv"] = csv_summary(e.stdout)

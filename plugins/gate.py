@@ -33,22 +33,27 @@ def fresh_seeds(n: int = MIN_SEEDS) -> tuple[int, ...]:
     return tuple(int.from_bytes(os.urandom(4), "little") for _ in range(n))
 
 
-def make_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Host buffers for one run (inputs from the reference, outputs poisoned),
-    plus the expected outputs and their error scales."""
-    ref = fam.reference_module()
-    rng = np.random.default_rng(seed)
-    inputs = ref.make_inputs(rng, dict(shape))
+def host_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> dict[str, np.ndarray]:
+    """Host buffers for one run: inputs from the reference's make_inputs, every
+    other buffer poisoned (NaN, or all bits set), so unwritten elements show."""
+    inputs = fam.reference_module().make_inputs(np.random.default_rng(seed), dict(shape))
     counts = fam.buffer_counts(shape)
     buffers: dict[str, np.ndarray] = {}
     for b in fam.buffers:
         if b.role == "input":
             arr = np.ascontiguousarray(inputs[b.name], dtype=b.dtype).reshape(-1)
             if arr.size != counts[b.name]:
-                raise ValueError(f"{fam.name}: make_inputs gave {arr.size} elements for {b.name}, manifest says {counts[b.name]}")
+                raise ValueError(f"{fam.path}/reference.py: make_inputs gave {arr.size} elements for {b.name!r}, family.toml says {counts[b.name]}; fix make_inputs or buffers.{b.name}.count")
             buffers[b.name] = arr
         else:
             buffers[b.name] = np.full(counts[b.name], poison(b.dtype), dtype=b.dtype)
+    return buffers
+
+
+def make_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """host_buffers plus the expected outputs and their error scales."""
+    ref = fam.reference_module()
+    buffers = host_buffers(fam, shape, seed)
     expected = ref.reference({k: v for k, v in buffers.items() if fam.buffer(k).role == "input"}, dict(shape))
     scales = {}
     if hasattr(ref, "error_scale"):

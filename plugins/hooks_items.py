@@ -6,19 +6,27 @@ once per session by plugins.items.SnapshotCases for the answer key in use
 """
 from __future__ import annotations
 
+import functools
+
 import pytest
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from plugins.items import DEFAULT_KEY, SnapshotCases
 
 CASES = pytest.StashKey[SnapshotCases]()
 
 
-class TextSnapshot(SingleFileSnapshotExtension):
-    """One readable .txt file per snapshot, so a changed slip or prompt is a plain diff."""
+@functools.cache
+def text_extension() -> type:
+    """One readable .txt file per snapshot, so a changed slip or prompt is a plain diff.
 
-    _write_mode = WriteMode.TEXT
-    file_extension = "txt"
+    Imported lazily: the GPU machine runs the measure pass without syrupy."""
+    from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+    class TextSnapshot(SingleFileSnapshotExtension):
+        _write_mode = WriteMode.TEXT
+        file_extension = "txt"
+
+    return TextSnapshot
 
 
 def _cases(config: pytest.Config) -> SnapshotCases:
@@ -42,4 +50,4 @@ def snapshot_cases(pytestconfig: pytest.Config) -> SnapshotCases:
 
 @pytest.fixture
 def text_snapshot(snapshot):
-    return snapshot.use_extension(TextSnapshot)
+    return snapshot.use_extension(text_extension())

@@ -9,13 +9,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import sys
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from plugins.atomicio import write_text_atomic
 from plugins.keyfile import FamilyKey, KeyFileError, key_path, load_key
 from plugins.manifest import Family, discover
 from plugins.slip import load_slip, render_slip, slip_path
@@ -86,17 +85,7 @@ class Item:
 
 def write_jsonl(items: Iterable[Item], path: Path) -> None:
     """Atomic: a killed export never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            for it in items:
-                f.write(json.dumps(it.to_json(), sort_keys=True) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, "".join(json.dumps(it.to_json(), sort_keys=True) + "\n" for it in items))
 
 
 def read_jsonl(path: Path) -> list[Item]:

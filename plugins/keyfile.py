@@ -6,13 +6,13 @@ the item stage reads them anywhere else; neither imports the other.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
+
+from plugins.atomicio import write_json_atomic
 
 SCHEMA = "sparktrace.measurement/1"
 REQUIRED = ("schema", "family", "gpu", "provenance", "protocol", "candidates", "ranking", "gate")
@@ -84,13 +84,7 @@ def load_key(family_dir: Path, gpu: str) -> FamilyKey | None:
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=False)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_json_atomic(path, obj)
 
 
 def write_key(family_dir: Path, gpu: str, record: Mapping[str, Any], replace: bool = False) -> Path:

@@ -14,9 +14,9 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 
 from plugins.capture import LAUNCH_SEED
+from plugins.gate import host_buffers
 from plugins.manifest import FamilyError, load_family
 
 
@@ -40,17 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"{exc}\n")
         return 3
     shape = fam.shapes("timing")[0]
-    rng = np.random.default_rng(args.seed)
-    inputs = fam.reference_module().make_inputs(rng, dict(shape))
-    counts = fam.buffer_counts(shape)
     ex.compile(fam.start)  # before any launch, so compile errors never reach the profiler
-    dev = {}
-    for b in fam.buffers:
-        if b.role == "input":
-            dev[b.name] = ex.cp.asarray(np.ascontiguousarray(inputs[b.name], dtype=b.dtype).reshape(-1))
-        else:
-            dev[b.name] = ex.cp.empty(counts[b.name], dtype=b.dtype)
-            dev[b.name].data.memset_async(0, dev[b.name].nbytes)
+    dev = {name: ex.cp.asarray(arr) for name, arr in host_buffers(fam, shape, args.seed).items()}
+    for name in fam.start.zero_before:
+        dev[name].fill(0)
     ex.synchronize()
     plan = fam.resolve(fam.start, shape, ex.sm_count)
     ex.launch_plan(fam.start, plan, dev)

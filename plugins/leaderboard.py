@@ -9,15 +9,14 @@ from __future__ import annotations
 import argparse
 import glob
 import io
-import os
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from plugins.report import mean_row, score_headers, score_row, table_lines, unmeasured_banner, write_text_atomic
+from plugins.atomicio import write_bytes_atomic, write_text_atomic
+from plugins.report import mean_row, score_headers, score_row, table_lines, unmeasured_banner
 from plugins.score import CONDITIONS, Record, Score, score_by_pass
 
 REQUIRED = ("model", "item", "family", "condition", "order", "pass", "expected", "outcome", "key", "key_measured")
@@ -127,18 +126,9 @@ def write_chart(entries: Sequence[Entry], path: Path) -> None:
     ax.set_title("SparkTrace: score by condition" + ("" if measured else " (KEY NOT MEASURED: dry run)"))
     ax.legend(fontsize="small")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(buf.getvalue())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_bytes_atomic(path, buf.getvalue())
 
 
 def expand(patterns: Sequence[str]) -> list[Path]:

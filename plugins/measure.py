@@ -18,8 +18,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from plugins.compare import poison
-from plugins.gate import Executor, GateResult, fresh_seeds, gate_candidate
+from plugins.gate import Executor, GateResult, fresh_seeds, gate_candidate, host_buffers
 from plugins.keyfile import SCHEMA, atomic_write_json, write_key
 from plugins.manifest import Candidate, Family
 from plugins.plan import Number
@@ -87,24 +86,9 @@ class FamilyOutcome:
 
 
 def timing_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> dict[str, np.ndarray]:
-    """Timing-size host buffers: inputs from the reference's make_inputs, the rest poisoned.
-
-    No reference output is computed at this size: the gate already decided
-    correctness on its own shapes and seeds.
-    """
-    rng = np.random.default_rng(seed)
-    inputs = fam.reference_module().make_inputs(rng, dict(shape))
-    counts = fam.buffer_counts(shape)
-    out = {}
-    for b in fam.buffers:
-        if b.role == "input":
-            arr = np.ascontiguousarray(inputs[b.name], dtype=b.dtype).reshape(-1)
-            if arr.size != counts[b.name]:
-                raise ValueError(f"{fam.path}/reference.py: make_inputs gave {arr.size} elements for {b.name!r}, family.toml says {counts[b.name]}; fix make_inputs or buffers.{b.name}.count")
-            out[b.name] = arr
-        else:
-            out[b.name] = np.full(counts[b.name], poison(b.dtype), dtype=b.dtype)
-    return out
+    """Timing-size host buffers. No reference output is computed at this size:
+    the gate already decided correctness on its own shapes and seeds."""
+    return host_buffers(fam, shape, seed)
 
 
 def gate_problems(results: Mapping[str, GateResult]) -> list[str]:

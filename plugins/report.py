@@ -6,13 +6,13 @@ score.md show exactly the same text, and nothing is formatted twice.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from tabulate import tabulate
+
+from plugins.atomicio import write_text_atomic
 
 from plugins.score import CONDITIONS, Cell, Interval, Score, score_json
 
@@ -149,22 +149,10 @@ def no_items_lines(model: str, key: str, notes: Sequence[str], built: int) -> It
         return
     yield f"SparkTrace: no item could be built on key {key}, so model {model} was not scored."
     yield from (f"- {n}" for n in notes) if notes else iter(["- the item builder gave no reason (is families/ empty?)"])
-    yield (f"Measure the families on a GPU (pytest -m measure), pick a measured key with --key GPU, or pass "
+    yield ("Measure the families on a GPU (pytest -m measure), pick a measured key with --key GPU, or pass "
            "--key-intended for a dry run on each family's intended winner (not a score).")
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; reports are meant to be read
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def report_json(rep: RunReport) -> dict:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from plugins.atomicio import write_json_atomic
 from plugins.score import OUTCOMES, Record
 
 SCHEMA = "sparktrace.transcript/1"
@@ -52,17 +51,7 @@ def transcript_path(run_dir: Path, model: str, pass_index: int, item_id: str) ->
 
 def write_transcript(path: Path, data: dict) -> None:
     """Temp file in the same folder, then os.replace: a kill leaves the old file or the new one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump({"schema": SCHEMA, **data}, f, indent=1, sort_keys=True)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; reports are meant to be read
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_json_atomic(path, {"schema": SCHEMA, **data}, indent=1, sort_keys=True)
 
 
 def read_transcript(path: Path) -> dict | None:

@@ -8,19 +8,15 @@ import pytest
 
 from plugins.leaderboard import LeaderboardError, collect, expand, leaderboard_lines, main
 
-pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
 ITEMS = Path(__file__).parent / "fixtures" / "scoring" / "synthetic_items.jsonl"  # SYNTHETIC FIXTURE
 
 
 @pytest.fixture
-def sheets(pytester):
+def sheets(project):
     """Junit files of `--model always-a` and `--model random --passes 2` on the synthetic items."""
-    for name in ("conftest.py", "pytest.ini", "models.toml"):
-        shutil.copy(ROOT / name, pytester.path / name)
-    shutil.copytree(ROOT / "plugins", pytester.path / "plugins", ignore=shutil.ignore_patterns("__pycache__"))
-    (pytester.path / "tests").mkdir()
+    pytester = project
     shutil.copy(ROOT / "tests" / "test_items_model.py", pytester.path / "tests")
     shutil.copy(ITEMS, pytester.path / "items.jsonl")
     runs = {}

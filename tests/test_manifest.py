@@ -11,7 +11,6 @@ from plugins.manifest import FamilyError, discover, load_family
 from plugins.plan import ExprError, evaluate
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "families" / "clamp_smem"
-pytest_plugins = ["pytester"]
 
 
 @pytest.fixture
@@ -109,13 +108,9 @@ def test_discover_isolates_bad_families(tmp_path):
     assert found["zz_broken"].family is None and "kernel.cu" in str(found["zz_broken"].error)
 
 
-def test_broken_family_is_one_failure_and_hides_nothing(pytester, tmp_path):
+def test_broken_family_is_one_failure_and_hides_nothing(project, tmp_path):
     """In a real pytest run: one failing case per broken family, the good one fully tested."""
-    root = Path(__file__).resolve().parents[1]
-    for name in ("conftest.py", "pytest.ini"):
-        shutil.copy(root / name, pytester.path / name)
-    shutil.copytree(root / "plugins", pytester.path / "plugins", ignore=shutil.ignore_patterns("__pycache__"))
-    (pytester.path / "tests").mkdir()
+    pytester, root = project, Path(__file__).resolve().parents[1]
     shutil.copy(root / "tests" / "test_families.py", pytester.path / "tests" / "test_families.py")
     fams = pytester.path / "families"
     shutil.copytree(EXAMPLE, fams / "clamp_smem", ignore=shutil.ignore_patterns("measurements", "__pycache__"))

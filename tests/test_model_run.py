@@ -16,7 +16,6 @@ import pytest
 
 from plugins.items import read_jsonl, write_jsonl
 
-pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
 ITEMS = Path(__file__).parent / "fixtures" / "scoring" / "synthetic_items.jsonl"  # SYNTHETIC FIXTURE
@@ -24,15 +23,11 @@ N_ITEMS = len(read_jsonl(ITEMS))
 
 
 @pytest.fixture
-def project(pytester):
-    """A scratch copy of what `pytest --model` needs: conftest, pytest.ini, plugins/, the item test."""
-    for name in ("conftest.py", "pytest.ini", "models.toml"):
-        shutil.copy(ROOT / name, pytester.path / name)
-    shutil.copytree(ROOT / "plugins", pytester.path / "plugins", ignore=shutil.ignore_patterns("__pycache__"))
-    (pytester.path / "tests").mkdir()
-    shutil.copy(ROOT / "tests" / "test_items_model.py", pytester.path / "tests")
-    shutil.copy(ITEMS, pytester.path / "items.jsonl")
-    return pytester
+def project(project):
+    """The scratch project (tests/conftest.py) plus the item test and the synthetic items."""
+    shutil.copy(ROOT / "tests" / "test_items_model.py", project.path / "tests")
+    shutil.copy(ITEMS, project.path / "items.jsonl")
+    return project
 
 
 def run(project, *args):

@@ -231,7 +231,7 @@ def test_baselines_are_deterministic_and_per_item(items):
     rb = RandomBaseline()
     a = rb.for_item("x/full/forward", 1).generate([], GenerateConfig()).text
     assert a == rb.for_item("x/full/forward", 1).generate([], GenerateConfig()).text
-    picks = {rb.for_item(f"x/full/forward", k).generate([], GenerateConfig()).text[-1] for k in range(1, 40)}
+    picks = {rb.for_item("x/full/forward", k).generate([], GenerateConfig()).text[-1] for k in range(1, 40)}
     assert picks == set("ABCD")  # the pass changes the seed
     assert AlwaysA().generate([], GenerateConfig()).text.endswith("Answer: A")
     assert make_baseline("random").name == "random" and make_baseline("gpt") is None

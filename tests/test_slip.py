@@ -109,7 +109,6 @@ def test_incomplete_ablation_is_an_error():
 def test_slip_layout(report):
     text = render_slip(report)
     assert text == render_slip(report), "rendering is deterministic"
-    k = report.kernels[0]
     assert text.startswith(f"Kernel launch 1 of {len(report.kernels)}: k0\n")
     order = [line.split("Section: ", 1)[1] for line in text.splitlines() if "Section: " in line]
     assert order == [s.name for k in report.kernels for s in k.sections]

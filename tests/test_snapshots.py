@@ -50,13 +50,13 @@ def test_a_changed_slip_fails_its_snapshot(tmp_path):
     csv_path.write_text((FIX / "layout-new.placeholder.csv").read_text())
     (tmp_path / "test_snap.py").write_text(textwrap.dedent('''
         from pathlib import Path
-        from plugins.hooks_items import TextSnapshot
+        from plugins.hooks_items import text_extension
         from plugins.ncu import read_details_csv
         from plugins.slip import render_slip
 
         def test_slip(snapshot):
             text = render_slip(read_details_csv(Path("slip.csv")))
-            assert text == snapshot(extension_class=TextSnapshot)
+            assert text == snapshot(extension_class=text_extension())
     '''))
     first = _run(tmp_path, "--snapshot-update")
     assert first.returncode == 0, first.stdout + first.stderr
