@@ -45,9 +45,12 @@ METRICS = (
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
 )
+# The two the slip must have; the profile is retried with only these when ncu
+# rejects a name of the longer list on this GPU or version.
+REQUIRED_METRICS = METRICS[:2]
 NCU_GLOBS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu")
-PROFILE_TIMEOUT_S = 150
-EXPORT_TIMEOUT_S = 60
+PROFILE_TIMEOUT_S = 60  # a start plan profiles in seconds; a hung ncu must not eat the pass's budget
+EXPORT_TIMEOUT_S = 30
 LAUNCH_SEED = 20260101  # the inputs of the profiled run: fixed, and recorded in the slip
 
 
@@ -89,12 +92,13 @@ def kernel_filter(kernels: Sequence[str]) -> str:
 
 
 def profile_command(ncu: str, family: str, out_base: Path, kernels: Sequence[str], launch_count: int,
-                    families_root: Path, seed: int = LAUNCH_SEED, python: str = sys.executable) -> list[str]:
+                    families_root: Path, seed: int = LAUNCH_SEED, python: str = sys.executable,
+                    metrics: Sequence[str] = METRICS) -> list[str]:
     """The exact ncu command that profiles one run of `family`'s starting plan."""
     cmd = [ncu, "--clock-control", "none"]
     for s in SECTIONS:
         cmd += ["--section", s]
-    cmd += ["--metrics", ",".join(METRICS)]
+    cmd += ["--metrics", ",".join(metrics)]
     cmd += ["--kernel-name", kernel_filter(kernels), "--launch-count", str(launch_count)]
     cmd += ["-o", str(out_base), "-f"]
     cmd += [python, "-m", "plugins.launch_once", family, "--families-root", str(families_root), "--seed", str(seed)]
@@ -120,12 +124,18 @@ def csv_summary(text: str) -> dict:
         if col not in header:
             raise ValueError(f"the CSV export has no {col!r} column; header: {header}")
     ix = {c: header.index(c) for c in header}
-    body = [r for r in rows[1:] if len(r) == len(header)]
+    # ncu omits the trailing rule fields on metric rows: pad, never drop, short rows.
+    body = [r + [""] * (len(header) - len(r)) for r in rows[1:] if len(r) >= header.index("Metric Value") + 1]
     metrics = {r[ix["Metric Name"]] for r in body}
+    ids: dict[str, str] = {}
+    if "ID" in ix:
+        for r in body:
+            ids.setdefault(r[ix["ID"]], r[ix["Kernel Name"]].split("(")[0].strip())
     return {
         "rows": len(body),
         "columns": header,
-        "kernels": sorted({r[ix["Kernel Name"]] for r in body}),
+        "kernels": sorted({r[ix["Kernel Name"]].split("(")[0].strip() for r in body}),
+        "launches": list(ids.values()),  # one per profiled launch (ncu result ID), in ncu's order
         "sections": sorted({r[ix["Section Name"]] for r in body}),
         "bank_conflict_metrics": sorted(m for m in metrics if m in METRICS),
         "rule_rows": sum(1 for r in body if "Rule Name" in ix and r[ix["Rule Name"]]),
@@ -188,14 +198,28 @@ def capture_slip(
     rec["profile_command"] = cmd
     result = SlipResult("failed", "", [], rec)
     t0 = time.monotonic()
+    report = base.with_suffix(".ncu-rep")
     try:
+        report.unlink(missing_ok=True)  # a stale report from an earlier run never passes for this one
         p = run(cmd, cwd=str(repo), capture_output=True, text=True, timeout=profile_timeout_s)
         rec["profile_exit"] = p.returncode
         rec["profile_log_tail"] = _tail(p.stdout + "\n" + p.stderr)
+        if (p.returncode != 0 or not report.is_file()) and "metric" in (p.stdout + p.stderr).lower():
+            retry = profile_command(ncu.path, family, base, kernels, len(kernels), families_root, python=python,
+                                    metrics=REQUIRED_METRICS)
+            left = profile_timeout_s - (time.monotonic() - t0)
+            if left > 5:
+                log.warning("%s: ncu failed on the metric list; retrying with only %s", family, list(REQUIRED_METRICS))
+                rec["first_profile"] = {"command": cmd, "exit": p.returncode, "log_tail": rec["profile_log_tail"]}
+                rec["profile_command"], rec["metrics"] = retry, list(REQUIRED_METRICS)
+                p = run(retry, cwd=str(repo), capture_output=True, text=True, timeout=left)
+                rec["profile_exit"] = p.returncode
+                rec["profile_log_tail"] = _tail(p.stdout + "\n" + p.stderr)
         rec["profile_seconds"] = time.monotonic() - t0
-        report = base.with_suffix(".ncu-rep")
         if p.returncode != 0 or not report.is_file():
             result.reason = f"ncu exited {p.returncode} and {'wrote' if report.is_file() else 'did not write'} {report}; see profile_log_tail in {base}.json"
+            if report.is_file():
+                result.files.append(str(report))
         else:
             result.files.append(str(report))
             exp = export_command(ncu.path, report)
@@ -211,9 +235,10 @@ def capture_slip(
                 result.files.append(str(csv_path))
                 try:
                     rec["csv"] = csv_summary(e.stdout)
-                    missing = [k for k in kernels if k not in rec["csv"]["kernels"]]
-                    if missing:
-                        result.reason = f"the export has no rows for kernels {missing}"
+                    profiled = rec["csv"]["launches"]
+                    if profiled != list(kernels):  # what plugins.items compares a slip against
+                        result.reason = (f"the export profiled launches {profiled}, the starting plan launches {list(kernels)}; "
+                                         "see profile_log_tail in the JSON beside the slip")
                     else:
                         result.status, result.reason = "captured", ""
                 except ValueError as exc:

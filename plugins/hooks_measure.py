@@ -18,6 +18,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--measure-families", default=None, metavar="a,b", help="measure only these families")
     group.addoption("--measure-blocks", type=positive_int, default=5, help="randomized blocks per family (default 5)")
     group.addoption("--no-ncu", action="store_true", help="skip the Nsight Compute slip")
+    group.addoption("--measure-budget-s", type=float, default=None, metavar="S",
+                    help="seconds from the start of the session after which no slip is started (keys always are); default: no limit")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -35,7 +35,7 @@ class TimerFactory(Protocol):
 
 
 class SlipCapture(Protocol):
-    def __call__(self, fam: Family, gpu: str) -> Any: ...
+    def __call__(self, fam: Family, gpu: str, seconds_left: float | None = None) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class MeasureConfig:
     blocks: int = BLOCKS
     gate_seeds: int = GATE_SEEDS
     ncu: bool = True
+    deadline: float | None = None  # time.monotonic() after which no slip is started (the script's budget)
 
 
 @dataclass
@@ -106,6 +107,15 @@ def _seed() -> int:
     return int.from_bytes(os.urandom(4), "little")
 
 
+class ContextLost(RuntimeError):
+    """The CUDA context died (a sticky error): nothing later in this process can be trusted."""
+
+
+SLIP_PENDING = "taken after every family's timing (so a slow ncu never costs a key); see the slip step"
+# Measured nowhere: a floor under which a slip is not started, so the pass ends inside its budget.
+MIN_SLIP_SECONDS = 20.0
+
+
 class MeasureSession:
     """Measures families one at a time and remembers each outcome (tests ask for it several times)."""
 
@@ -120,6 +130,8 @@ class MeasureSession:
         seeds: Callable[[int], Sequence[int]] = fresh_seeds,
         new_seed: Callable[[], int] = _seed,
         after_family: Callable[[], None] | None = None,
+        health: Callable[[], str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.config = config
         self.executor = executor
@@ -130,20 +142,76 @@ class MeasureSession:
         self.seeds = seeds
         self.new_seed = new_seed
         self.after_family = after_family
+        self.health = health
+        self.clock = clock
+        self.dead = ""  # set once the CUDA context is lost: later families are not measured
         self.outcomes: dict[str, FamilyOutcome] = {}
+        self.slipped: set[str] = set()
 
     @property
     def slug(self) -> str:
         return str(self.gpu.get("slug") or "unknown-gpu")
 
     def measure(self, fam: Family) -> FamilyOutcome:
+        """Gate, time, rank and write the key; the slip comes later (`slip`)."""
         if fam.name not in self.outcomes:
-            out = self.outcomes[fam.name] = self._measure(fam)
+            if self.dead:
+                out = FamilyOutcome(fam.name, error=f"context: not measured, {self.dead}; rerun this family in a new process")
+                out.slip = {"status": "skipped", "reason": "the CUDA context was lost earlier in this process"}
+            else:
+                out = self._measure(fam)
+            self.outcomes[fam.name] = out
             self._write_summary(out)
             s = out.summary()
             log.info("%s done in %.1f s: winner %s, ratio %s, kept %s, noisy %s, slip %s%s", fam.name, sum(out.seconds.values()),
                      s["winner"], s["ratio"], s["kept"], s["noisy"], s["slip"], f"; ERROR {out.error}" if out.error else "")
         return self.outcomes[fam.name]
+
+    def _check_context(self, where: str) -> None:
+        """Raise ContextLost (and remember it) when the CUDA context no longer works."""
+        if self.health is None or self.dead:
+            return
+        why = self.health()
+        if why:
+            self.dead = f"CUDA context lost at {where}: {why}"
+            raise ContextLost(self.dead)
+
+    def slip(self, fam: Family) -> FamilyOutcome:
+        """Take the family's slip after its key, and record the result in the key and summary."""
+        out = self.measure(fam)
+        if fam.name in self.slipped or out.slip.get("status") != "pending":
+            return out
+        self.slipped.add(fam.name)
+        t0 = self.clock()
+        try:
+            left = None if self.config.deadline is None else self.config.deadline - t0
+            # ncu profiles a new process, so a slip is still taken after this process's context died.
+            if left is not None and left < MIN_SLIP_SECONDS:
+                out.slip = {"status": "skipped", "reason": f"time budget: {max(left, 0.0):.0f} s left of the pass's budget, "
+                            f"under the {MIN_SLIP_SECONDS:.0f} s a slip needs; rerun with -m measure --measure-families {fam.name}"}
+            else:
+                r = self.capture(fam, self.slug, left)  # type: ignore[misc]
+                out.slip = {"status": r.status, "reason": r.reason, "files": [self._rel(f) for f in r.files]}
+        except Exception as exc:  # a slip never costs the key
+            out.slip = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"}
+            log.error("%s slip failed:\n%s", fam.name, traceback.format_exc())
+        finally:
+            if self.after_family and not self.dead:
+                try:
+                    self.after_family()
+                except Exception as exc:
+                    log.warning("%s: cleanup after the slip failed: %s", fam.name, exc)
+        out.seconds["slip"] = self.clock() - t0
+        if out.record is not None and out.key_path is not None:
+            out.record["slip"] = out.slip
+            out.record["seconds"] = out.seconds
+            try:
+                atomic_write_json(out.key_path, out.record)
+            except OSError as exc:
+                log.warning("could not record the slip in %s: %s", out.key_path, exc)
+        self._write_summary(out)
+        log.info("%s slip: %s %s", fam.name, out.slip.get("status"), out.slip.get("reason", ""))
+        return out
 
     # ------------------------------------------------------------------ steps
 
@@ -156,6 +224,8 @@ class MeasureSession:
             for cand in fam.all_candidates:
                 out.gate[cand.id] = gate_candidate(fam, cand, self.executor, seeds)
                 log.info("%s/%s gate: %s %s", fam.name, cand.id, "pass" if out.gate[cand.id].passed else "FAIL", out.gate[cand.id].reason)
+                if not out.gate[cand.id].passed:  # a crash may have killed the context: every later verdict would lie
+                    self._check_context(f"{fam.name}/{cand.id} in the gate")
             out.gate_problems = gate_problems(out.gate)
             out.seconds["gate"] = time.monotonic() - t0
 
@@ -172,6 +242,8 @@ class MeasureSession:
                 close = getattr(timer, "close", None)
                 if close:
                     close()
+            if out.blocks.failures:
+                self._check_context(f"{fam.name} while timing ({', '.join(sorted(out.blocks.failures))} failed)")
             out.seconds["timing"] = time.monotonic() - t0
 
             step = "ranking"
@@ -186,23 +258,27 @@ class MeasureSession:
                 copy_bytes_per_s=out.blocks.copy_bytes_per_s, memory_bound=fam.bound == "memory",
             )
 
-            step = "slip"
-            t0 = time.monotonic()
             if not self.config.ncu:
                 out.slip = {"status": "skipped", "reason": "--no-ncu was given"}
             elif self.capture is None:
                 out.slip = {"status": "skipped", "reason": "no slip capture configured"}
             else:
-                r = self.capture(fam, self.slug)
-                out.slip = {"status": r.status, "reason": r.reason, "files": [self._rel(f) for f in r.files]}
-            out.seconds["slip"] = time.monotonic() - t0
+                out.slip = {"status": "pending", "reason": SLIP_PENDING}
 
             step = "key"
             out.record = self.record(fam, out, shape, input_seed)
             out.key_path = write_key(Path(self.config.out_root) / "families" / fam.name, self.slug, out.record, replace=self.config.replace)
+        except ContextLost as exc:
+            out.error = f"context: {exc}"
+            out.slip = {"status": "skipped", "reason": "the CUDA context was lost"}
+            log.error("%s: %s; the remaining families are not measured in this process", fam.name, exc)
         except Exception as exc:  # fail soft: the family's error is recorded and the pass moves on
             out.error = f"{step}: {type(exc).__name__}: {exc}"
             log.error("%s failed at %s:\n%s", fam.name, step, traceback.format_exc())
+            try:
+                self._check_context(f"{fam.name} after the {step} step failed")
+            except ContextLost as lost:
+                out.error += f"; {lost}"
         finally:
             if self.after_family:
                 try:
@@ -276,13 +352,16 @@ class MeasureSession:
             log.warning("could not write %s: %s", path, exc)
 
 
+ERROR_PREFIXES = ("gate:", "timing:", "ranking:", "slip:", "key:", "context:")
+
+
 def summary_rows(summaries: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     """family, winner, ratio, kept, spread: the closing table."""
     rows = []
     for s in summaries:
         ratio = s.get("ratio")
         spread = s.get("max_spread")
-        kept = "error" if s.get("reason", "").startswith(("gate:", "timing:", "ranking:", "slip:", "key:")) else ("yes" if s.get("kept") else "no")
+        kept = "error" if s.get("reason", "").startswith(ERROR_PREFIXES) else ("yes" if s.get("kept") else "no")
         if s.get("noisy"):
             kept += " (noisy)"
         rows.append([s["family"], s.get("winner") or "-", f"{ratio:.3f}" if ratio else "-", kept,
@@ -292,7 +371,7 @@ def summary_rows(summaries: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
 
 def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
     """The real session: CUDA-event timer, provenance read from the device, ncu slips."""
-    from plugins.capture import capture_slip, find_ncu, ncu_version
+    from plugins.capture import PROFILE_TIMEOUT_S, capture_slip, find_ncu, ncu_version
     from plugins.device import cupy_added_options
     from plugins.provenance import CupyProbe, gpu_record, software_record
     from plugins.timing import CudaEventTimer
@@ -306,12 +385,18 @@ def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
     def timer_factory(fam: Family, shape: Mapping[str, Number], host: Mapping[str, np.ndarray], cands: Sequence[Candidate]) -> Timer:
         return CudaEventTimer(executor, fam, shape, host, cands)
 
-    def capture(fam: Family, gpu_slug: str) -> Any:
-        executor.free()  # the profiled process allocates its own inputs
+    def capture(fam: Family, gpu_slug: str, seconds_left: float | None = None) -> Any:
+        try:
+            executor.free()  # the profiled process allocates its own inputs
+        except Exception as exc:  # a dead context here does not stop ncu's own process
+            log.warning("could not free device memory before %s's slip: %s", fam.name, exc)
         kernels = [launch.kernel for launch in fam.start.launches]
-        return capture_slip(fam.name, kernels, gpu_slug, config.out_root, config.repo, config.families_root, ncu=ncu)
+        timeout = PROFILE_TIMEOUT_S if seconds_left is None else max(5.0, min(PROFILE_TIMEOUT_S, seconds_left - 5.0))
+        return capture_slip(fam.name, kernels, gpu_slug, config.out_root, config.repo, config.families_root, ncu=ncu,
+                            profile_timeout_s=timeout)
 
-    return MeasureSession(config, executor, timer_factory, gpu, prov, capture=capture, after_family=executor.free)
+    return MeasureSession(config, executor, timer_factory, gpu, prov, capture=capture, after_family=executor.free,
+                          health=executor.context_error)
 
 
 @dataclass
@@ -382,7 +467,9 @@ def state_from_options(root: Path, getoption: Callable[[str], Any], argv: Sequen
     out = getoption("measure_out")
     fams = getoption("measure_families")
     head = ["python3", "-m", "pytest"] if argv and argv[0].endswith("__main__.py") else [Path(argv[0]).name if argv else "pytest"]
+    budget = getoption("measure_budget_s")
     cfg = MeasureConfig(
+        deadline=time.monotonic() + float(budget) if budget else None,
         out_root=Path(out).resolve() if out else root,
         repo=root,
         families_root=(root / getoption("families_root")).resolve(),

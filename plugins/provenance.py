@@ -6,6 +6,7 @@ through `field()`, so a missing tool or library becomes an explicit
 """
 from __future__ import annotations
 
+import os
 import platform
 import re
 import socket
@@ -33,6 +34,12 @@ def field(read: Callable[[], Any]) -> Any:
     except Exception as exc:
         return unavailable(f"{type(exc).__name__}: {exc}".strip())
     return unavailable("not reported") if value is None else value
+
+
+def field_dict(read: Callable[[], Mapping[str, Any]], keys: Sequence[str]) -> dict:
+    """`read()`'s fields, or each of `keys` as "unavailable: <why>" if it raises."""
+    got = field(read)
+    return dict(got) if isinstance(got, Mapping) else {k: got for k in keys}
 
 
 def cuda_version(v: int) -> str:
@@ -89,7 +96,11 @@ class CupyProbe:
             return nvrtc_version() + " (cuda-bindings)"
 
     def nvml(self) -> Mapping[str, Any]:
-        import pynvml  # lazy: nvidia-ml-py
+        import warnings
+
+        with warnings.catch_warnings():  # the unofficial `pynvml` package warns on import
+            warnings.simplefilter("ignore")
+            import pynvml  # lazy: nvidia-ml-py
 
         pynvml.nvmlInit()
         h = pynvml.nvmlDeviceGetHandleByIndex(self.device_index)
@@ -147,8 +158,28 @@ def gpu_record(probe: DeviceProbe) -> dict:
     }
 
 
-def git_state(repo: Path, run: Callable[..., Any] = subprocess.run) -> dict:
-    """The commit and whether the tree had uncommitted changes."""
+GIT_COMMIT_ENV = "SPARKTRACE_GIT_COMMIT"  # for a copy of the tree with no .git (the GPU machine gets one)
+SOURCE_GLOBS = ("families/**/*", "plugins/**/*.py", "scripts/measure-gpu.sh", "tests/test_measure_gpu.py")
+
+
+def source_digest(repo: Path) -> dict:
+    """sha256 over the files that decide a measurement (families, plugins, the script),
+    so a key names the code it came from even where git cannot."""
+    import hashlib
+
+    h = hashlib.sha256()
+    count = 0
+    files = sorted({p for g in SOURCE_GLOBS for p in Path(repo).glob(g)
+                    if p.is_file() and "__pycache__" not in p.parts and "measurements" not in p.parts})
+    for p in files:
+        h.update(str(p.relative_to(repo)).encode() + b"\0" + p.read_bytes() + b"\0")
+        count += 1
+    return {"source_sha256": h.hexdigest(), "source_files": count}
+
+
+def git_state(repo: Path, run: Callable[..., Any] = subprocess.run, env: Mapping[str, str] | None = None) -> dict:
+    """The commit and whether the tree had uncommitted changes; where git cannot
+    tell (a copy with no .git), the commit given in $SPARKTRACE_GIT_COMMIT."""
 
     def git(*args: str) -> str:
         r = run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=20)
@@ -158,6 +189,10 @@ def git_state(repo: Path, run: Callable[..., Any] = subprocess.run) -> dict:
 
     commit = field(lambda: git("rev-parse", "HEAD"))
     dirty = field(lambda: bool(git("status", "--porcelain", "--untracked-files=no")))
+    given = (os.environ if env is None else env).get(GIT_COMMIT_ENV, "").strip()
+    if is_unavailable(commit) and given:
+        return {"git_commit": given, "git_dirty": unavailable(f"no git here ({commit}); the commit is from ${GIT_COMMIT_ENV}, compare source_sha256"),
+                "git_commit_source": f"${GIT_COMMIT_ENV}"}
     return {"git_commit": commit, "git_dirty": dirty}
 
 
@@ -185,6 +220,7 @@ def software_record(
     return {
         "date": now().strftime("%Y-%m-%dT%H:%M:%SZ"),
         **git_state(repo, run),
+        **field_dict(lambda: source_digest(repo), ("source_sha256", "source_files")),
         "command": cmd,
         "driver": driver,
         "cuda_driver_api": driver_api,

@@ -28,6 +28,7 @@ WARMUP_LAUNCHES = 3
 TARGET_BLOCK_MS = 10.0  # each candidate's share of a block
 MAX_LAUNCHES = 1000
 THROTTLE_THRESHOLD = 0.75  # of the max SM clock
+SPIN_UP_MS = 200.0  # host wall time of back-to-back launches before the estimates: clocks leave idle first
 MIN_FLUSH_BYTES = 256 * 1024 * 1024
 COPY_BYTES = 512 * 1024 * 1024
 
@@ -54,6 +55,9 @@ class Timer(Protocol):
     def time_launches(self, cid: str, launches: int) -> Timed: ...
 
     def time_copy(self, launches: int) -> Timed: ...
+
+    # Optional: `spin_up(cid, ms)` runs cid's plan back to back for about `ms` of
+    # host wall time, so an idle GPU's clocks have ramped before R is chosen.
 
     @property
     def copy_bytes(self) -> int: ...
@@ -110,6 +114,7 @@ class BlockRun:
     throttle_note: str
     timer: str
     failures: Mapping[str, str] = field(default_factory=dict)
+    spin_up_ms: float = 0.0
 
     def kept(self, cid: str) -> list[float]:
         return [s.time_ms for s in self.samples.get(cid, ()) if s.kept]
@@ -126,6 +131,7 @@ class BlockRun:
             "block_seed": self.seed,
             "block_orders": self.orders,
             "warmup_launches": self.warmup_launches,
+            "spin_up_ms": self.spin_up_ms,
             "flush_bytes": self.flush_bytes,
             "launches_per_block": dict(self.launches),
             "estimate_ms": dict(self.estimates_ms),
@@ -151,6 +157,7 @@ def run_blocks(
     warmup: int = WARMUP_LAUNCHES,
     target_ms: float = TARGET_BLOCK_MS,
     threshold: float = THROTTLE_THRESHOLD,
+    spin_up_ms: float = SPIN_UP_MS,
 ) -> BlockRun:
     """Warm up, choose R per candidate, then run `blocks` blocks in seeded random orders.
 
@@ -163,12 +170,29 @@ def run_blocks(
     for cid in ids:
         try:
             timer.warmup(cid, warmup)
+        except Exception as exc:  # a candidate's crash is recorded, never fatal to the family
+            failures[cid] = f"warm-up: {type(exc).__name__}: {exc}"
+            log.warning("%s failed during warm-up: %s", cid, failures[cid])
+    spin = getattr(timer, "spin_up", None)
+    first = next((c for c in ids if c not in failures), None)
+    spun = 0.0
+    if spin is not None and first is not None and spin_up_ms > 0:
+        try:
+            spin(first, spin_up_ms)
+            spun = spin_up_ms
+        except Exception as exc:
+            failures[first] = f"spin-up: {type(exc).__name__}: {exc}"
+            log.warning("%s failed during spin-up: %s", first, failures[first])
+    for cid in ids:
+        if cid in failures:
+            continue
+        try:
             est = timer.time_launches(cid, max(1, warmup))
             estimates[cid] = statistics.median(est.times_ms)
             launches[cid] = launches_per_block(estimates[cid], target_ms)
         except Exception as exc:  # a candidate's crash is recorded, never fatal to the family
-            failures[cid] = f"warm-up: {type(exc).__name__}: {exc}"
-            log.warning("%s failed during warm-up: %s", cid, failures[cid])
+            failures[cid] = f"estimate: {type(exc).__name__}: {exc}"
+            log.warning("%s failed while its launch time was estimated: %s", cid, failures[cid])
     live = [c for c in ids if c not in failures]
     orders = block_orders(live, blocks, seed)
     samples: dict[str, list[Sample]] = {c: [] for c in live}
@@ -185,6 +209,7 @@ def run_blocks(
             mean = float(np.mean(t.times_ms))
             if _throttled(t.sm_clock_mhz, timer.max_sm_clock_mhz, threshold):
                 reason = f"throttled: SM clock {t.sm_clock_mhz} MHz < {threshold} x max {timer.max_sm_clock_mhz} MHz"
+                reason += f" ({t.clock_note})" if t.clock_note else ""
                 samples[cid].append(Sample(b, mean, launches[cid], t.sm_clock_mhz, False, reason))
             else:
                 samples[cid].append(Sample(b, mean, launches[cid], t.sm_clock_mhz, True))
@@ -198,7 +223,7 @@ def run_blocks(
     return BlockRun(
         seed=seed, orders=orders, launches=launches, estimates_ms=estimates,
         samples={c: tuple(s) for c, s in samples.items()}, copy_samples_ms=copy, copy_bytes=timer.copy_bytes,
-        warmup_launches=warmup, flush_bytes=timer.flush_bytes, throttle_threshold=threshold,
+        warmup_launches=warmup, flush_bytes=timer.flush_bytes, throttle_threshold=threshold, spin_up_ms=spun,
         max_sm_clock_mhz=timer.max_sm_clock_mhz, throttle_note=timer.throttle_note, timer=timer.name,
         failures=failures,
     )
@@ -221,6 +246,18 @@ class NvmlClock:
 
     def sm_clock_mhz(self) -> float:
         return float(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
+
+    def event_reasons(self) -> str:
+        """Why the clocks are below max, as NVML's bitmask; "" where this nvidia-ml-py has
+        neither name (newer ones call it ...ClocksEventReasons, older ...ClocksThrottleReasons)."""
+        read = (getattr(self.nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                or getattr(self.nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+        if read is None:
+            return ""
+        try:
+            return f"NVML clock event reasons 0x{int(read(self.handle)):x}"
+        except Exception as exc:
+            return f"NVML clock event reasons unavailable ({type(exc).__name__})"
 
 
 def open_nvml(device_index: int = 0) -> tuple[NvmlClock | None, str]:
@@ -267,6 +304,7 @@ class CudaEventTimer:
             self.plans[c.id] = fam.resolve(c, shape, executor.sm_count)
             self.zero[c.id] = tuple(c.zero_before)
         self.dev = {k: cupy.asarray(v) for k, v in host_buffers.items()}
+        self.bound = {c.id: executor.bind(c, self.plans[c.id], self.dev) for c in candidates}
         self.flush_bytes = max(MIN_FLUSH_BYTES, 2 * int(executor.l2_bytes))
         self.flush = cupy.empty(self.flush_bytes, dtype=cupy.uint8)
         self._copy_src = cupy.empty(COPY_BYTES // 2, dtype=cupy.uint8)
@@ -289,8 +327,14 @@ class CudaEventTimer:
     def warmup(self, cid: str, launches: int) -> None:
         for _ in range(launches):
             self._prepare(cid)
-            self.ex.launch_plan(self.cands[cid], self.plans[cid], self.dev)
+            self.ex.launch_bound(self.bound[cid])
         self.cp.cuda.Device().synchronize()
+
+    def spin_up(self, cid: str, ms: float) -> None:
+        """Launch cid's plan back to back for `ms` of host time (a duration, never a measurement)."""
+        end = time.monotonic() + ms / 1e3
+        while time.monotonic() < end:
+            self.warmup(cid, 1)
 
     def _timed(self, cid: str, launches: int, work) -> Timed:
         """Enqueue `launches` x (flush + zero, start event, work, end event); sample the
@@ -311,6 +355,8 @@ class CudaEventTimer:
             while not last.done:
                 try:
                     clocks.append(self.clock.sm_clock_mhz())
+                    if len(clocks) == 1:  # once, while the launches are in flight
+                        note = self.clock.event_reasons()
                 except Exception as exc:  # NVML hiccup: record it, keep the sample
                     note = f"NVML read failed: {type(exc).__name__}: {exc}"
                     break
@@ -323,14 +369,15 @@ class CudaEventTimer:
         return Timed(times, clock, note)
 
     def time_launches(self, cid: str, launches: int) -> Timed:
-        cand, plan = self.cands[cid], self.plans[cid]
-        return self._timed(cid, launches, lambda: self.ex.launch_plan(cand, plan, self.dev))
+        bound = self.bound[cid]
+        return self._timed(cid, launches, lambda: self.ex.launch_bound(bound))
 
     def time_copy(self, launches: int) -> Timed:
         n = self._copy_src.nbytes
         return self._timed("@copy", launches, lambda: self._copy_dst.data.copy_from_device_async(self._copy_src.data, n))
 
     def close(self) -> None:
+        self.bound.clear()
         self.dev.clear()
         del self.flush, self._copy_src, self._copy_dst
         self.cp.get_default_memory_pool().free_all_blocks()

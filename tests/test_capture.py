@@ -13,6 +13,7 @@ import pytest
 
 from plugins.capture import (
     METRICS,
+    REQUIRED_METRICS,
     SECTIONS,
     NcuLocation,
     capture_slip,
@@ -158,3 +159,64 @@ def test_capture_slip_failures_are_recorded(tmp_path):
     assert res.status == "failed" and "timed out after 5 s" in res.reason
     res = capture_slip("fam", ["k0", "k1"], "g", tmp_path, tmp_path, tmp_path, ncu=loc, run=FakeNcu())
     assert res.status == "failed" and "k1" in res.reason
+
+
+def _short_rows_export(launches: list[str]) -> str:
+    """A layout FIXTURE (not an ncu run): metric rows that stop after "Metric Value",
+    as ncu writes them when a row has no rule, for several profiled launches."""
+    head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+            '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value","Rule Name","Rule Type",'
+            '"Rule Description","Estimated Speedup Type","Estimated Speedup"')
+    from plugins.ncu import FIXTURE_MARKER
+
+    rows = [f'"{i}","1","{FIXTURE_MARKER}","fixture-host","{k}","1","7","(256, 1, 1)","(8, 1, 1)","0","9.0",'
+            f'"GPU Speed Of Light Throughput","Duration","us","1.00"' for i, k in enumerate(launches)]
+    return "\n".join(["==PROF== fixture", head, *rows]) + "\n"
+
+
+def test_csv_summary_keeps_rows_without_rule_fields_and_counts_launches():
+    s = csv_summary(_short_rows_export(["k0"] * 8 + ["k1"]))
+    assert s["rows"] == 9 and s["kernels"] == ["k0", "k1"]
+    assert s["launches"] == ["k0"] * 8 + ["k1"], "one entry per profiled launch, in order: what plugins.items compares"
+    assert csv_summary(_short_rows_export(["k0(float const*, float*, int)"]))["launches"] == ["k0"]
+
+
+def test_capture_checks_every_planned_launch_was_profiled(tmp_path):
+    loc = NcuLocation("/fake/ncu", "test")
+
+    class Export(FakeNcu):
+        def __init__(self, text):
+            super().__init__()
+            self.text = text
+
+        def __call__(self, cmd, **kw):
+            if cmd[1] == "--import":
+                return subprocess.CompletedProcess(cmd, 0, self.text, "")
+            return super().__call__(cmd, **kw)
+
+    plan = ["k0"] * 8  # launch_chain's start: eight launches of one entry
+    fake = Export(_short_rows_export(plan))
+    res = capture_slip("chain", plan, "g", tmp_path, tmp_path, tmp_path, ncu=loc, run=fake)
+    assert res.status == "captured", res.reason
+    profile = next(c for c in fake.calls if "-o" in c)
+    assert profile[profile.index("--launch-count") + 1] == "8" and profile[profile.index("--kernel-name") + 1] == "regex:^(k0)$"
+    res = capture_slip("chain", plan, "g", tmp_path, tmp_path, tmp_path, ncu=loc, run=Export(_short_rows_export(["k0"] * 7)))
+    assert res.status == "failed" and "launches" in res.reason
+
+
+def test_capture_retries_with_the_required_metrics_when_ncu_rejects_one(tmp_path):
+    class PickyNcu(FakeNcu):
+        """A FAKE ncu (test fixture) that refuses any metric list longer than the required two."""
+
+        def __call__(self, cmd, **kw):
+            if "-o" in cmd and cmd[cmd.index("--metrics") + 1] != ",".join(REQUIRED_METRICS):
+                self.calls.append(cmd)
+                return subprocess.CompletedProcess(cmd, 1, "", "==ERROR== Failed to find metric l1tex__x (fake)")
+            return super().__call__(cmd, **kw)
+
+    fake = PickyNcu()
+    res = capture_slip("fam", ["k0"], "g", tmp_path, tmp_path, tmp_path, ncu=NcuLocation("/fake/ncu", "t"), run=fake)
+    assert res.status == "captured", res.reason
+    rec = json.loads((tmp_path / "slips" / "g" / "fam.json").read_text())
+    assert rec["metrics"] == list(REQUIRED_METRICS) and "Failed to find metric" in rec["first_profile"]["log_tail"]
+    assert rec["profile_command"][rec["profile_command"].index("--metrics") + 1] == ",".join(REQUIRED_METRICS)

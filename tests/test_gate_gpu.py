@@ -17,6 +17,10 @@ def test_gate_gpu(candidate, cupy_executor, record_property):
     result = gate_candidate(fam, cand, cupy_executor, fresh_seeds())
     record_property("gate_seeds", ",".join(map(str, result.seeds)))
     record_property("gate_reason", result.reason)
+    if not result.passed and (lost := cupy_executor.context_error()):
+        # A sticky CUDA error: every later verdict in this process would be a lie.
+        pytest.exit(f"{cand.path} left the CUDA context unusable ({result.reason}): {lost}; "
+                    "rerun the remaining candidates in a new process", returncode=1)
     if cand.role == "wrong":
         if result.passed:
             pytest.fail(f"{cand.path}: the deliberately wrong variant passed the GPU gate (seeds {result.seeds}); its defect: {cand.text}", pytrace=False)

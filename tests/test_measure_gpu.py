@@ -24,6 +24,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     found = [d for d in metafunc.config.stash[CATALOG].found if state.wants(d.name)]
     if "measured" in metafunc.fixturenames:
         metafunc.parametrize("measured", found, ids=[d.name for d in found])
+    if "slipped" in metafunc.fixturenames:
+        metafunc.parametrize("slipped", found, ids=[d.name for d in found])
     if "measured_candidate" in metafunc.fixturenames:
         pairs = [(d, c.id if c else None) for d in found for c in (d.family.candidates if d.family else [None])]
         metafunc.parametrize("measured_candidate", pairs, ids=[f"{d.name}/{cid or 'malformed'}" for d, cid in pairs])
@@ -45,8 +47,6 @@ def test_measure_family(measured, measure_session, record_property):
     if out.error:
         problems.append(f"the pass crashed at {out.error}")
     problems += out.gate_problems
-    if out.slip.get("status") == "failed":
-        problems.append(f"slip: {out.slip.get('reason')}")
     if out.key_path is not None:
         gpu = measure_session.slug
         key_dir = Path(measure_session.config.out_root) / "families" / fam.name
@@ -82,3 +82,19 @@ def test_benchmark_candidate(measured_candidate, measure_session, request):
     })
     if benchmark.enabled:
         assert benchmark.stats.stats.data == pytest.approx([s / 1e3 for s in entry["samples_ms"]])
+
+
+def test_slip_family(slipped, measure_session, record_property):
+    """The slips come after every family's key (this test is defined last), so a slow ncu never costs a key."""
+    fam = _family(slipped)
+    out = measure_session.slip(fam)
+    record_property("slip", out.slip.get("status"))
+    record_property("slip_reason", out.slip.get("reason", ""))
+    if out.record is None:
+        pytest.skip(f"{fam.name} has no measurement ({out.error}); test_measure_family[{fam.name}] fails with it")
+    status = out.slip.get("status")
+    if status == "failed":
+        pytest.fail(f"{fam.name} slip: {out.slip.get('reason')}", pytrace=False)
+    if status == "skipped":
+        pytest.skip(f"{fam.name} slip skipped: {out.slip.get('reason')}")
+    assert status == "captured" and any(f.endswith(".csv") for f in out.slip["files"]), out.slip

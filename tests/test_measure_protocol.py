@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -620,6 +621,7 @@ class _FakeCupy:
     clock_ms = 0.0
     calls: list = []
     compiled: list = []
+    sticky_error = ""  # set by a test: every later synchronize fails, as after an illegal address
     RawModule = _FakeModule
 
     @staticmethod
@@ -677,6 +679,11 @@ class _FakeCupy:
             def runtimeGetVersion():
                 return 13000
 
+            @staticmethod
+            def deviceSynchronize():
+                if _FakeCupy.sticky_error:
+                    raise RuntimeError(f"cudaErrorIllegalAddress: {_FakeCupy.sticky_error} (fake sticky error)")
+
         class nvrtc:
             @staticmethod
             def getVersion():
@@ -693,7 +700,7 @@ def fake_cupy(monkeypatch):
     monkeypatch.setattr(timing, "MIN_FLUSH_BYTES", 1 << 16)
     monkeypatch.setattr(timing, "COPY_BYTES", 1 << 16)
     monkeypatch.setattr(timing, "open_nvml", lambda i=0: (None, "unavailable: fake (test fixture)"))
-    _FakeCupy.calls, _FakeCupy.compiled, _FakeCupy.clock_ms = [], [], 0.0
+    _FakeCupy.calls, _FakeCupy.compiled, _FakeCupy.clock_ms, _FakeCupy.sticky_error = [], [], 0.0, ""
     return _FakeCupy
 
 
@@ -718,8 +725,11 @@ def test_gpu_code_paths_on_a_fake_cupy(fake_cupy, tmp_path, scale_fixture, monke
     session = gpu_session(cfg, ex)
     out = session.measure(scale_fixture)
     assert out.error == "", out.error
+    assert out.slip["status"] == "pending", "slips are taken after every family's key"
+    out = session.slip(scale_fixture)
     assert out.slip == {"status": "skipped", "reason": "ncu not found (fake)", "files": []}
     rec = out.record
+    assert json.loads(out.key_path.read_text())["slip"] == out.slip, "the key records the slip's outcome"
     assert rec["gpu"]["slug"] == "fake-gpu-test-fixture" and rec["provenance"]["cupy"] == "0.0.0-fake"
     assert rec["provenance"]["compile_options"][: len(NVRTC_OPTIONS)] == list(NVRTC_OPTIONS)
     assert rec["provenance"]["compile_options"][-1].startswith("unavailable: could not read cupy.cuda.compiler")
@@ -734,7 +744,7 @@ def test_gpu_code_paths_on_a_fake_cupy(fake_cupy, tmp_path, scale_fixture, monke
     written = []
     monkeypatch.setattr("sys.stdout.write", written.append)
     assert launch_once.main(["scale_fixture", "--families-root", str(FIXTURES), "--seed", "9"]) == 0
-    assert fake_cupy.calls == ["k0"], "launch_once runs the starting plan exactly once"
+    assert fake_cupy.calls == ["k0"], "launch_once runs the starting plan exactly once (and no CuPy kernel of its own)"
     assert json.loads(written[-1])["launches"][0]["kernel"] == "k0"
 
 
@@ -744,13 +754,17 @@ def test_state_from_options(tmp_path):
     from plugins.measure import positive_int, state_from_options
 
     opts = {"measure_out": None, "measure_families": "a, b", "families_root": "families", "measure_replace": False,
-            "measure_blocks": 5, "no_ncu": True, "markexpr": "measure"}
+            "measure_blocks": 5, "no_ncu": True, "markexpr": "measure", "measure_budget_s": None}
     st = state_from_options(tmp_path, opts.__getitem__, ["/venv/lib/pytest/__main__.py", "-m", "measure", "--no-ncu"], False)
     assert st.config.out_root == tmp_path and st.config.families_root == (tmp_path / "families").resolve()
     assert st.config.command.startswith("python3 -m pytest -m measure --no-ncu")
     assert st.families == ("a", "b") and st.config.ncu is False and st.selected
     opts["measure_out"] = str(tmp_path / "out")
     assert state_from_options(tmp_path, opts.__getitem__, ["pytest"], False).config.out_root == tmp_path / "out"
+    assert st.config.deadline is None
+    opts["measure_budget_s"] = 240.0
+    st = state_from_options(tmp_path, opts.__getitem__, ["pytest"], False)
+    assert 0 < st.config.deadline - time.monotonic() <= 240.0
     assert positive_int("3") == 3
     for bad in ("0", "-1", "x"):
         with pytest.raises(argparse.ArgumentTypeError):
@@ -763,10 +777,181 @@ def test_cupy_added_options_are_read_from_its_compiler_source(tmp_path):
 
     from plugins.device import cupy_added_options
 
-    src = tmp_path / "fake_compiler.py"  # a FAKE stand-in for cupy/cuda/compiler.py (test fixture)
-    src.write_text("def build(options, coop):\n    options += ('-ftz=true',)\n    if coop:\n        options += ('--device-c',)\n    return options\n")
-    spec = importlib.util.spec_from_file_location("fake_compiler", src)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    got = cupy_added_options(SimpleNamespace(cuda=SimpleNamespace(compiler=mod)))
-    assert got == ["-ftz=true (appended by CuPy)", "--device-c (appended by CuPy, cooperative plans only)"]
+    def read(name, text):
+        src = tmp_path / f"{name}.py"  # a FAKE stand-in for cupy/cuda/compiler.py (test fixture)
+        src.write_text(text)
+        spec = importlib.util.spec_from_file_location(name, src)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return cupy_added_options(SimpleNamespace(cuda=SimpleNamespace(compiler=mod)))
+
+    older = ("def build(options, enable_cooperative_groups):\n    options += ('-ftz=true',)\n"
+             "    if enable_cooperative_groups:\n        options += ('--device-c',)\n    return options\n")
+    assert read("older", older) == ["-ftz=true (appended by CuPy)", "--device-c (appended by CuPy, cooperative plans only)"]
+    # CuPy 14.2's shape: the rdc flags are named (to link cudadevrt when a caller
+    # passes them) but nothing adds them for cooperative modules.
+    like_14_2 = ("_rdc_flags = ('--device-c', '-dc', '-rdc=true', '--relocatable-device-code=true')\n"
+                 "def build(options, enable_cooperative_groups, is_hip=False):\n"
+                 "    if enable_cooperative_groups:\n        if is_hip:\n            raise ValueError('no')\n"
+                 "    options += ('-ftz=true',)\n    options += ('--device-as-default-execution-space',)\n    return options\n")
+    assert read("like_14_2", like_14_2) == ["-ftz=true (appended by CuPy)", "--device-as-default-execution-space (appended by CuPy)"]
+
+
+def test_a_lost_cuda_context_stops_the_pass_and_names_the_culprit(fake_cupy, tmp_path, scale_fixture, monkeypatch):
+    """After a sticky CUDA error every later verdict would lie: the family is not keyed, later ones are not measured."""
+    from plugins.device import CupyExecutor
+    from plugins.measure import gpu_session
+
+    monkeypatch.setattr("plugins.capture.find_ncu", lambda: __import__("plugins.capture", fromlist=["x"]).NcuLocation(None, "ncu not found (fake)"))
+    ex = CupyExecutor()
+    real_run = ex.run
+
+    def run(fam, cand, shape, buffers):  # the FAKE wrong variant kills the (fake) context
+        if cand.id == "w_tail":
+            fake_cupy.sticky_error = "w_tail wrote out of bounds"
+            raise RuntimeError("cudaErrorIllegalAddress (fake)")
+        return real_run(fam, cand, shape, buffers)
+
+    monkeypatch.setattr(ex, "run", run)
+    session = gpu_session(MeasureConfig(out_root=tmp_path, repo=Path("."), families_root=FIXTURES, command="t"), ex)
+    out = session.measure(scale_fixture)
+    assert out.error.startswith("context: ") and "scale_fixture/w_tail" in out.error and "w_tail wrote out of bounds" in out.error
+    assert out.key_path is None and not (tmp_path / "families").exists(), "no key from a dead context"
+    assert summary_rows([out.summary()])[0][3] == "error"
+    later = session.measure(_renamed(scale_fixture, "other_family"))
+    assert later.error.startswith("context: not measured") and "rerun" in later.error
+    assert session.slip(scale_fixture).slip["status"] == "skipped", "no key, so no slip for the culprit"
+
+
+def _renamed(fam, name):
+    import dataclasses
+
+    return dataclasses.replace(fam, name=name)
+
+
+class _Clock:
+    """A FAKE monotonic clock (test fixture) that a test moves by hand."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_slips_come_after_keys_and_respect_the_budget(tmp_path, scale_fixture):
+    clock = _Clock()
+    taken = []
+
+    def capture(fam, gpu, seconds_left=None):
+        from plugins.capture import SlipResult
+
+        taken.append((fam.name, seconds_left))
+        return SlipResult("captured", "", [str(tmp_path / "slips" / gpu / f"{fam.name}.csv")])
+
+    cfg = MeasureConfig(out_root=tmp_path, repo=Path("."), families_root=FIXTURES, command="t", deadline=clock.now + 100.0)
+    s = MeasureSession(cfg, FakeExecutor(), lambda fam, shape, host, cands: FakeTimer({c.id: FAKE_TIMES_MS[c.id] for c in cands}),
+                       gpu={"name": "FAKE GPU (test fixture)", "slug": "fake-test-gpu"}, provenance={}, capture=capture,
+                       seeds=lambda n: tuple(range(1, n + 1)), new_seed=lambda: 7, clock=clock)
+    out = s.measure(scale_fixture)
+    assert taken == [] and out.slip["status"] == "pending" and json.loads(out.key_path.read_text())["slip"]["status"] == "pending"
+    clock.now += 30.0
+    out = s.slip(scale_fixture)
+    assert taken == [("scale_fixture", 70.0)] and out.slip["status"] == "captured"
+    assert json.loads(out.key_path.read_text())["slip"]["status"] == "captured"
+    assert json.loads((tmp_path / "reports" / "measure" / "fake-test-gpu" / "scale_fixture.json").read_text())["slip"] == "captured"
+    assert s.slip(scale_fixture) is out and len(taken) == 1, "one slip per family"
+
+    other = _renamed(scale_fixture, "late_family")
+    s.measure(other)
+    clock.now += 60.0  # 10 s left: under MIN_SLIP_SECONDS
+    late = s.slip(other)
+    assert late.slip["status"] == "skipped" and late.slip["reason"].startswith("time budget") and "late_family" in late.slip["reason"]
+    assert len(taken) == 1
+
+
+def test_run_blocks_spins_the_gpu_up_before_the_estimates():
+    class SpinningTimer(FakeTimer):
+        def spin_up(self, cid, ms):
+            self.calls.append((f"spin:{cid}", int(ms)))
+
+    t = SpinningTimer({"a": 1.0, "b": 2.0})
+    br = run_blocks(t, ["a", "b"], seed=1, blocks=2, spin_up_ms=150)
+    assert t.calls[0] == ("spin:a", 150) and [c for c, _ in t.calls[1:3]] == ["a", "b"], "spin-up first, then the estimates"
+    assert br.protocol_record()["spin_up_ms"] == 150 and br.spin_up_ms == 150
+    assert run_blocks(FakeTimer({"a": 1.0}), ["a"], seed=1, blocks=1).spin_up_ms == 0.0, "a timer without spin_up records none"
+
+
+def test_provenance_without_git_takes_the_given_commit_and_hashes_the_sources(tmp_path):
+    from plugins.provenance import git_state, is_unavailable, source_digest
+
+    run = _fake_git({"rev-parse": (128, ""), "status": (128, "")})
+    st = git_state(tmp_path, run, env={"SPARKTRACE_GIT_COMMIT": "0123abc"})
+    assert st["git_commit"] == "0123abc" and is_unavailable(st["git_dirty"]) and "SPARKTRACE_GIT_COMMIT" in st["git_commit_source"]
+    assert is_unavailable(git_state(tmp_path, run, env={})["git_commit"])
+    (tmp_path / "families" / "f").mkdir(parents=True)
+    (tmp_path / "families" / "f" / "kernel.cu").write_text("// one\n")
+    a = source_digest(tmp_path)
+    (tmp_path / "families" / "f" / "measurements").mkdir()
+    (tmp_path / "families" / "f" / "measurements" / "h200.json").write_text("{}")
+    assert source_digest(tmp_path) == a, "written keys do not change the digest of the code"
+    (tmp_path / "families" / "f" / "kernel.cu").write_text("// two\n")
+    assert source_digest(tmp_path)["source_sha256"] != a["source_sha256"] and a["source_files"] == 1
+
+
+def test_compile_options_fall_back_to_cupys_cuda_path(tmp_path, monkeypatch):
+    from plugins.compile import NVRTC_OPTIONS
+    from plugins.device import compile_options
+
+    monkeypatch.setattr("plugins.device.include_options", lambda: ())
+    assert compile_options(None) == NVRTC_OPTIONS and compile_options(str(tmp_path)) == NVRTC_OPTIONS
+    (tmp_path / "include" / "cccl").mkdir(parents=True)
+    (tmp_path / "include" / "cooperative_groups.h").write_text("// a FAKE header (test fixture)\n")
+    assert compile_options(str(tmp_path)) == (*NVRTC_OPTIONS, f"-I{tmp_path / 'include'}", f"-I{tmp_path / 'include' / 'cccl'}")
+    monkeypatch.setattr("plugins.device.include_options", lambda: ("-I/usr/local/cuda/include",))
+    assert compile_options(str(tmp_path)) == (*NVRTC_OPTIONS, "-I/usr/local/cuda/include"), "the CPU stage's headers win"
+
+
+def test_slips_are_still_taken_for_families_keyed_before_the_context_died(tmp_path, scale_fixture):
+    from plugins.capture import SlipResult
+
+    state = {"dead": ""}
+    taken = []
+
+    def capture(fam, gpu, seconds_left=None):
+        taken.append(fam.name)
+        return SlipResult("captured", "", [])
+
+    s = MeasureSession(MeasureConfig(out_root=tmp_path, repo=Path("."), families_root=FIXTURES, command="t"),
+                       FakeExecutor(crash="r_two"), lambda fam, shape, host, cands: FakeTimer({c.id: FAKE_TIMES_MS[c.id] for c in cands}),
+                       gpu={"name": "FAKE GPU (test fixture)", "slug": "fake-test-gpu"}, provenance={}, capture=capture,
+                       seeds=lambda n: (1,), new_seed=lambda: 7, health=lambda: state["dead"])
+    first = _renamed(scale_fixture, "first")
+    assert s.measure(first).key_path is not None, "a rewrite's gate crash with a live context only gates it out"
+    state["dead"] = "cudaErrorIllegalAddress (fake)"
+    second = s.measure(scale_fixture)
+    assert second.error.startswith("context: CUDA context lost at scale_fixture/r_two in the gate")
+    assert s.measure(_renamed(scale_fixture, "third")).error.startswith("context: not measured")
+    for fam in (first, scale_fixture, _renamed(scale_fixture, "third")):
+        s.slip(fam)
+    assert taken == ["first"], "ncu runs in its own process, so the keyed family still gets its slip"
+
+
+def test_throttled_samples_carry_nvmls_reasons_and_old_nvml_degrades():
+    from types import SimpleNamespace
+
+    from plugins.timing import NvmlClock
+
+    class NoteTimer(FakeTimer):
+        def time_launches(self, cid, launches):
+            t = super().time_launches(cid, launches)
+            return Timed(t.times_ms, t.sm_clock_mhz, "NVML clock event reasons 0x4")
+
+    br = run_blocks(NoteTimer({"a": 1.0}, clocks={("a", 2): 500.0}), ["a"], seed=1, blocks=3)
+    assert [s.reason for s in br.samples["a"] if not s.kept] == [
+        "throttled: SM clock 500.0 MHz < 0.75 x max 2000.0 MHz (NVML clock event reasons 0x4)"]
+    new = SimpleNamespace(nvmlDeviceGetCurrentClocksEventReasons=lambda h: 0x4)  # FAKE nvidia-ml-py modules (test fixtures)
+    old = SimpleNamespace(nvmlDeviceGetCurrentClocksThrottleReasons=lambda h: 0x20)
+    assert NvmlClock("h", new, 1980.0).event_reasons() == "NVML clock event reasons 0x4"
+    assert NvmlClock("h", old, 1980.0).event_reasons() == "NVML clock event reasons 0x20"
+    assert NvmlClock("h", SimpleNamespace(), 1980.0).event_reasons() == ""
