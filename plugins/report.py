@@ -148,10 +148,16 @@ def no_items_lines(model: str, key: str, notes: Sequence[str], built: int) -> It
         yield f"SparkTrace: no item of model {model} was scored in this run ({built} were built; none ran)."
         return
     yield f"SparkTrace: no item could be built on key {key}, so model {model} was not scored."
+    yield ""
+    # The table's shape with nothing in it: zero denominators, never zero scores.
+    yield from table_lines(
+        ("model", *(f"{c}/0" for c in CONDITIONS), "total/0", "full-source", "no-letter", "omitted"),
+        [[model, *("-" for _ in CONDITIONS), "-", "n/a", "-", "-"]],
+    )
+    yield ""
     yield from (f"- {n}" for n in notes) if notes else iter(["- the item builder gave no reason (is families/ empty?)"])
     yield ("Measure the families on a GPU (pytest -m measure), pick a measured key with --key GPU, or pass "
            "--key-intended for a dry run on each family's intended winner (not a score).")
-
 
 
 
