@@ -103,3 +103,22 @@ def test_scalar_ctypes_known(candidate):
 
 def test_all_targets_listed():
     assert ARCHS == ("sm_90", "sm_100", "sm_121")
+
+
+# Sizing rules from the foundation issue, checked from the manifests alone:
+# memory-bound data several times the L2 (about 60 MB on an H200, so at least
+# 4x), and no family needing more than a few GB of device memory.
+L2_BYTES_H200 = 60 * 2**20
+MAX_FAMILY_BYTES = 2 * 2**30
+
+
+def test_timing_size_is_sized_for_the_gpu(family):
+    import numpy as np
+
+    shape = family.shapes("timing")[0]
+    counts = family.buffer_counts(shape)
+    nbytes = {b.name: counts[b.name] * np.dtype(b.dtype).itemsize for b in family.buffers}
+    assert sum(nbytes.values()) <= MAX_FAMILY_BYTES, f"{family.name}: {sum(nbytes.values()) / 2**30:.2f} GiB of buffers at the timing size"
+    if family.bound == "memory":
+        moved = sum(v for k, v in nbytes.items() if family.buffer(k).role != "scratch")
+        assert moved >= 4 * L2_BYTES_H200, f"{family.name}: only {moved / 2**20:.0f} MiB of inputs and outputs, under 4x the L2"
