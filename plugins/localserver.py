@@ -90,7 +90,11 @@ class LocalServer:
         *,
         host: str = "127.0.0.1",
         port: int | None = None,
-        n_ctx: int = 8192,
+        # SmolLM2 was trained on 8192 tokens, but a full-slip prompt of a
+        # multi-kernel start (row_softmax) can pass that with the answer
+        # budget; a longer window degrades a 135M model's reading, which is
+        # better than a 400 that stops the whole run.
+        n_ctx: int = 16384,
         startup_timeout_s: float = 120.0,
         n_threads: int | None = None,
         python: str = sys.executable,

@@ -92,8 +92,15 @@ def _speedup(r: Rule) -> str:
     return f" (Est. {kind}Speedup: {r.speedup}%)"
 
 
-def _kernel_lines(k: KernelResult, index: int, total: int) -> list[SlipLine]:
+def kernel_base(name: str) -> str:
+    """`k0(float const*, float*, int)` -> `k0`: ncu may print the demangled signature."""
+    return name.split("(")[0].strip()
+
+
+def _kernel_lines(k: KernelResult, index: int, total: int, repeats: int = 1) -> list[SlipLine]:
     head = f"Kernel launch {index} of {total}: {k.kernel}"
+    if repeats > 1:
+        head += f" (the first of its {repeats} launches in the plan; the others are not shown)"
     dims = []
     if k.grid:
         dims.append(f"Grid Size {k.grid}")
@@ -127,13 +134,22 @@ def _kernel_lines(k: KernelResult, index: int, total: int) -> list[SlipLine]:
 
 
 def slip_lines(report: NcuReport) -> tuple[SlipLine, ...]:
-    """The full slip as line records, kernels in launch order, sections in ncu's order."""
+    """The full slip as line records: the first launch of each distinct kernel,
+    in launch order, sections in ncu's order.
+
+    Why only the first: a plan that launches one kernel eight times (launch_chain)
+    would otherwise repeat near-identical sections eight times; the .ncu-rep and
+    the CSV keep every launch.
+    """
     out: list[SlipLine] = []
     n = len(report.kernels)
+    names = [kernel_base(k.kernel) for k in report.kernels]
     for i, k in enumerate(report.kernels, 1):
-        if i > 1:
+        if names.index(names[i - 1]) != i - 1:
+            continue
+        if out:
             out.append(SlipLine(""))
-        out.extend(_kernel_lines(k, i, n))
+        out.extend(_kernel_lines(k, i, n, names.count(names[i - 1])))
     return tuple(out)
 
 

@@ -141,3 +141,17 @@ def test_load_slip_refuses_layout_fixtures(tmp_path):
 def test_conflict_words_cover_the_spellings():
     for s in ("bank conflict", "Bank-Conflicts", "bank_conflicts", "4-way conflict", "L1 Conflicts Shared"):
         assert CONFLICT_WORDS.search(s)
+
+
+def test_repeated_kernel_is_shown_once():
+    """launch_chain launches k0 eight times: the slip shows its first launch only."""
+    import dataclasses
+
+    report = read_details_csv(FIX / "layout-rules-3-kernels.placeholder.csv")
+    k0 = report.kernels[0]
+    repeated = dataclasses.replace(report, kernels=(k0, k0, k0, report.kernels[1]))
+    text = render_slip(repeated)
+    assert text.count("Section: GPU Speed Of Light Throughput") == 2
+    assert "Kernel launch 1 of 4: k0 (the first of its 3 launches in the plan; the others are not shown)" in text
+    assert "Kernel launch 4 of 4: k1" in text
+    assert "Kernel launch 2 of 4" not in text
