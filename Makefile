@@ -25,12 +25,12 @@ install-local-model: $(VENV)/.local-model
 # The main job: the embedded default model (no key, no network after install)
 # on the committed answer key. llama.cpp's server answers one request at a time.
 run: $(VENV)/.local-model
-	$(BIN)/pytest --model local $(if $(KEY),--key $(KEY)) -p no:randomly --junitxml=reports/runs/local/junit.xml
+	$(BIN)/pytest -v --model local $(if $(KEY),--key $(KEY)) --junitxml=reports/runs/local/junit.xml
 
 # The same pipeline on the authors' intended winners: for checking the plumbing
 # before a GPU has measured anything. Every output says the key was not measured.
 dry-run: $(VENV)/.local-model
-	$(BIN)/pytest --model local --key-intended --junitxml=reports/runs/local-intended/junit.xml
+	$(BIN)/pytest -v --model local --key-intended --run-dir=reports/runs/local-intended --junitxml=reports/runs/local-intended/junit.xml
 
 # The CPU suite in parallel, then the CPU-stage benchmarks timed serially.
 test: $(VENV)/.local-model
