@@ -140,6 +140,15 @@ void fail_block(emu_block* b, const char* fmt, ...) {
 
 void fiber_main(void);
 
+// A fiber that stops at a sync point hands over straight to the next runnable
+// lane of the warp being run (one switch instead of two through the scheduler);
+// the last one returns to the scheduler.
+inline emu_thread* next_runnable(emu_thread* t) {
+    emu_thread* th = t->blk->threads;
+    for (unsigned j = t->linear + 1; j < g_warp_hi; ++j)
+        if (th[j].state == EMU_RUNNABLE) return &th[j];
+    return nullptr;
+}
 #ifdef EMU_ASM_SWITCH
 unsigned g_mxcsr = 0x1f80, g_fcw = 0x37f;
 
@@ -161,15 +170,6 @@ inline void run_fiber(emu_thread* t) {
     g_in_fiber = 1;
     emu_switch(&g_sched_sp, t->sp);
     g_in_fiber = 0;
-}
-// A fiber that stops at a sync point hands over straight to the next runnable
-// lane of the warp being run (one switch instead of two through the scheduler);
-// the last one returns to the scheduler.
-inline emu_thread* next_runnable(emu_thread* t) {
-    emu_thread* th = t->blk->threads;
-    for (unsigned j = t->linear + 1; j < g_warp_hi; ++j)
-        if (th[j].state == EMU_RUNNABLE) return &th[j];
-    return nullptr;
 }
 inline void yield_fiber(emu_thread* t) {
     emu_thread* nx = next_runnable(t);
@@ -198,12 +198,6 @@ inline void run_fiber(emu_thread* t) {
     g_in_fiber = 1;
     swapcontext(&g_sched_uc, (ucontext_t*)t->uctx);
     g_in_fiber = 0;
-}
-inline emu_thread* next_runnable(emu_thread* t) {
-    emu_thread* th = t->blk->threads;
-    for (unsigned j = t->linear + 1; j < g_warp_hi; ++j)
-        if (th[j].state == EMU_RUNNABLE) return &th[j];
-    return nullptr;
 }
 inline void yield_fiber(emu_thread* t) {
     emu_thread* nx = next_runnable(t);
