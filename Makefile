@@ -35,7 +35,7 @@ dry-run: $(VENV)/.local-model
 # The CPU suite in parallel, then the CPU-stage benchmarks timed serially.
 test: $(VENV)/.local-model
 	$(BIN)/pytest -n $(JOBS)
-	$(BIN)/pytest tests/test_bench_cpu.py --benchmark-only --benchmark-json=reports/bench-cpu.json -q
+	$(BIN)/pytest tests/family/test_bench_cpu.py --benchmark-only --benchmark-json=reports/bench-cpu.json -q
 
 measure-gpu:
 	bash scripts/measure-gpu.sh reports/measure

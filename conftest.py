@@ -1,9 +1,9 @@
-"""SparkTrace's pytest entry: the plugins below do the collecting and scoring."""
+"""SparkTrace's pytest entry: one hook module per stage, in flow order."""
 
 pytest_plugins = [
-    "plugins.hooks_families",
-    "plugins.hooks_measure",
-    "plugins.hooks_items",
-    "plugins.hooks_model",
+    "plugins.family.hooks",   # families/ -> collected families and candidates
+    "plugins.measure.hooks",  # pytest -m measure: gate, time, rank, slip (GPU)
+    "plugins.items.hooks",    # slips and prompts -> items, snapshot cases
+    "plugins.score.hooks",    # pytest --model NAME: items as tests, score sheets
     "pytester",  # the end-to-end tests run the suite on scratch copies of the project
 ]

@@ -49,7 +49,7 @@ fi
 smoke() {
     (cd "$ROOT" && "$PY" - <<'EOF'
 from llama_cpp import Llama
-from plugins.localserver import find_model_file
+from plugins.score.localserver import find_model_file
 m = Llama(model_path=str(find_model_file()), n_ctx=256, verbose=False)
 out = m.create_chat_completion(messages=[{"role": "user", "content": "Hi"}], max_tokens=1)
 assert out["choices"], out

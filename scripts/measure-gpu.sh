@@ -74,7 +74,7 @@ echo "== ncu: ${NCU:-not found (slips will be skipped with the reason)}"
 # family, on a run that gets one shot; the pass's own checks still fail.
 # Only the GPU module: the CPU tests of the protocol run in CI, and their
 # deliberate failures would only add noise to this log.
-# Keys come first for every family, slips after (tests/test_measure_gpu.py
+# Keys come first for every family, slips after (tests/measure/test_measure_gpu.py
 # orders them so). MEASURE_BUDGET_S (default 240): no slip is started after
 # that many seconds, each skipped one says so. MEASURE_TIMEOUT_S (default 330)
 # interrupts pytest (SIGINT: it still writes its reports) so that the table and
@@ -88,7 +88,7 @@ run_pass() {  # $1: log file; the rest: extra pytest args
     timeout -s INT -k 30 "$HARD" \
     "$PY" -m pytest -m measure -p no:cacheprovider -v -W default \
         -o log_cli=true --log-cli-level=INFO -o junit_family=xunit1 \
-        tests/test_measure_gpu.py \
+        tests/measure/test_measure_gpu.py \
         --measure-out "$OUT" --measure-budget-s "$BUDGET" \
         "$@" 2>&1 | tee "$log"
     return "${PIPESTATUS[0]}"
@@ -130,7 +130,7 @@ echo "== SparkTrace measure: family, winner, ratio, kept, spread (max over candi
 import json, sys
 from pathlib import Path
 from tabulate import tabulate
-from plugins.measure import ERROR_PREFIXES, summary_rows
+from plugins.measure.session import ERROR_PREFIXES, summary_rows
 printed = False
 for gpu_dir in sorted((Path(sys.argv[1]) / "reports" / "measure").glob("*")):
     summaries = [json.loads(p.read_text()) for p in sorted(gpu_dir.glob("*.json"))]

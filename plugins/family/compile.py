@@ -1,0 +1,155 @@
+"""NVRTC compilation with no GPU and no driver, and ptxas's resource report.
+
+Why: every candidate must compile for each target GPU before any GPU time is
+spent, and ptxas's registers/shared/spill/stack numbers are recorded so that a
+spill or an over-limit tile fails in CI, with the numbers.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+# Shared with the GPU run (plugins/measure/device.py passes the same options to CuPy).
+# CuPy 14 always appends -ftz=true and --device-as-default-execution-space to
+# what it hands NVRTC (cupy/cuda/compiler.py), so the CPU check states them
+# too: CI and the GPU build then see the same flags. No fast-math, no register
+# caps, no launch bounds: nothing tells candidates apart except their code.
+# ptxas's default optimisation level is -O3.
+NVRTC_OPTIONS: tuple[str, ...] = ("--std=c++17", "-ftz=true", "--device-as-default-execution-space")
+ARCHS: tuple[str, ...] = ("sm_90", "sm_100", "sm_121")
+STATIC_SHARED_LIMIT = 48 * 1024
+
+
+def include_options() -> tuple[str, ...]:
+    """-I flags for CUDA's own headers (cooperative_groups needs them and CCCL)."""
+    roots = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"]
+    for root in roots:
+        if root and (Path(root) / "include" / "cooperative_groups.h").is_file():
+            inc = Path(root) / "include"
+            opts = [f"-I{inc}"]
+            if (inc / "cccl").is_dir():
+                opts.append(f"-I{inc / 'cccl'}")
+            return tuple(opts)
+    return ()
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """ptxas's report for one entry point on one architecture."""
+
+    kernel: str
+    arch: str
+    registers: int
+    shared_bytes: int
+    stack_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    arch: str
+    ok: bool
+    log: str
+    resources: tuple[KernelResources, ...]
+    seconds: float
+
+    def problems(self) -> list[str]:
+        """Spills and over-limit static shared memory, each with its numbers."""
+        out = []
+        for r in self.resources:
+            if r.spill_store_bytes or r.spill_load_bytes:
+                out.append(f"{r.kernel} on {r.arch} spills: {r.spill_store_bytes} B stores, {r.spill_load_bytes} B loads")
+            if r.shared_bytes > STATIC_SHARED_LIMIT:
+                out.append(f"{r.kernel} on {r.arch} uses {r.shared_bytes} B of static shared memory (limit {STATIC_SHARED_LIMIT})")
+        return out
+
+
+_ENTRY = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
+_PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+
+
+def parse_ptxas_log(log: str) -> tuple[KernelResources, ...]:
+    """Read `ptxas info` lines (as printed with -Xptxas=-v) into records."""
+    out: list[KernelResources] = []
+    current: dict | None = None
+    for line in log.splitlines():
+        if m := _ENTRY.search(line):
+            current = {"kernel": m.group(1), "arch": m.group(2), "stack": 0, "st": 0, "ld": 0}
+        elif current and (m := _PROPS.search(line)):
+            current.update(stack=int(m.group(1)), st=int(m.group(2)), ld=int(m.group(3)))
+        elif current and (m := _USED.search(line)):
+            out.append(
+                KernelResources(
+                    kernel=current["kernel"], arch=current["arch"], registers=int(m.group(1)),
+                    shared_bytes=int(m.group(2) or 0), stack_bytes=current["stack"],
+                    spill_store_bytes=current["st"], spill_load_bytes=current["ld"],
+                )
+            )
+            current = None
+    return tuple(out)
+
+
+def nvrtc_version() -> str:
+    from cuda.bindings import nvrtc  # lazy: only the compile stage needs it
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    return f"{major}.{minor}"
+
+
+@lru_cache(maxsize=512)
+def compile_source(source: str, arch: str, name: str = "kernel.cu") -> CompileResult:
+    """Compile to a cubin for `arch` with NVRTC_OPTIONS and collect ptxas's report."""
+    from cuda.bindings import nvrtc
+
+    start = time.perf_counter()
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"nvrtcCreateProgram failed: {err}")
+    try:
+        opts = [o.encode() for o in (*NVRTC_OPTIONS, *include_options(), f"-arch={arch}", "-Xptxas=-v")]
+        (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        buf = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, buf)
+        log = buf.decode(errors="replace").rstrip("\x00 \n")
+        ok = res == nvrtc.nvrtcResult.NVRTC_SUCCESS
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return CompileResult(arch, ok, log, parse_ptxas_log(log) if ok else (), time.perf_counter() - start)
+
+
+_PTX_ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(([^)]*)\)", re.S)
+_PTX_PARAM = re.compile(r"\.param\s+\.(?:align\s+\d+\s+)?\.?([a-z]+)(\d+)")
+
+
+@lru_cache(maxsize=512)
+def ptx_entry_params(source: str, name: str = "kernel.cu") -> dict[str, tuple[int, ...]]:
+    """Each entry point's parameter sizes in bytes, as the compiler emitted them.
+
+    Why: the manifest's argument lists are checked against the source text; this
+    cross-checks that reading against what NVRTC actually compiled.
+    """
+    from cuda.bindings import nvrtc
+
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    try:
+        opts = [o.encode() for o in (*NVRTC_OPTIONS, *include_options(), "-arch=compute_90")]
+        (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        if res != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            return {}
+        _, size = nvrtc.nvrtcGetPTXSize(prog)
+        buf = b" " * size
+        nvrtc.nvrtcGetPTX(prog, buf)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    ptx = buf.decode(errors="replace")
+    return {
+        m.group(1): tuple(int(bits) // 8 for _, bits in _PTX_PARAM.findall(m.group(2)))
+        for m in _PTX_ENTRY.finditer(ptx)
+    }

@@ -1,0 +1,583 @@
+"""A family directory read into frozen dataclasses, or one clear error.
+
+A family is data: `family.toml`, `kernel.cu`, `rewrites/*.cu`, `wrong/*.cu`
+and `reference.py`. Every check that needs no compiler and no GPU happens
+here, so that a malformed family fails once, naming the file, the field, what
+is wrong and how to fix it, and never hides the other families.
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Mapping
+
+from plugins.family.cuda_source import KernelSignature, SourceError, kernel_signatures, strip_comments
+from plugins.family.plan import (
+    BufferArg,
+    ExprError,
+    Number,
+    ResolvedLaunch,
+    ScalarArg,
+    dims3,
+    evaluate,
+    evaluate_int,
+)
+
+DTYPES = ("float32", "float64", "int32", "uint32", "uint8", "int64", "uint64")
+ROLES = ("input", "output", "scratch")
+BOUNDS = ("memory", "compute")
+TOLERANCE_KINDS = ("exact", "elementwise", "scaled")
+N_REWRITES = 4
+MAX_THREADS = 1024
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_DYNAMIC_SHARED = 48 * 1024
+# The CPU stages evaluate persistent grids with these SM counts: the H200's and
+# the DGX Spark's, so a plan that only works on one of them is caught.
+SM_COUNTS_CHECKED = (132, 48)
+
+# Words that would tell a reader which option is quick. Checked in option text
+# (whole words or prefixes) and in identifiers of the code a model reads.
+LEAK_WORDS = (
+    "fast", "faster", "fastest", "slow", "slower", "slowest", "quick", "optimiz",
+    "optimis", "optimal", "efficient", "inefficient", "better", "worse", "best",
+    "worst", "speed", "conflict", "coalesc", "avoid", "reduces traffic", "improv",
+    "naive", "cheap", "expensive", "costly", "bottleneck", "throughput", "latency",
+    "bank", "tuned", "smart", "clever", "perf", "runtime", "winner",
+)
+IDENT_LEAK_SEGMENTS = (
+    "fast", "slow", "opt", "optimized", "padded", "pad", "conflict", "coalesced",
+    "naive", "better", "best", "good", "bad", "tuned", "efficient", "baseline",
+    "improved", "smart", "clever", "quick", "winner", "ref", "reference",
+)
+
+TOP_FIELDS = {
+    "name", "computes", "bound", "constraints", "sizes", "params", "buffers",
+    "start", "rewrites", "wrong", "intended",
+}
+CANDIDATE_FIELDS = {"id", "file", "text", "defect", "launch", "zero_before"}
+LAUNCH_FIELDS = {"kernel", "grid", "block", "shared_bytes", "args", "cooperative"}
+BUFFER_FIELDS = {"dtype", "count", "role", "tolerance"}
+TOLERANCE_FIELDS = {"kind", "rtol", "atol"}
+INTENDED_FIELDS = {"winner", "reasoning"}
+SIZES_FIELDS = {"timing", "gate", "tiny"}
+REFERENCE_FUNCS = ("make_inputs", "reference", "naive")
+
+
+class FamilyError(ValueError):
+    """One clear problem in a family: the file, the field, what, and the fix."""
+
+    def __init__(self, file: Path | str, field: str, problem: str, fix: str):
+        self.file = str(file)
+        self.field = field
+        self.problem = problem
+        self.fix = fix
+        where = f"{self.file}: field '{field}'" if field else self.file
+        super().__init__(f"{where}: {problem}. Fix: {fix}")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """exact: ==; elementwise: |d| <= atol + rtol*|ref|; scaled: |d| <= atol + rtol*scale."""
+
+    kind: str
+    rtol: float = 0.0
+    atol: float = 0.0
+
+
+@dataclass(frozen=True)
+class Buffer:
+    name: str
+    dtype: str
+    count: str | int
+    role: str
+    tolerance: Tolerance | None = None
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: str
+    grid: tuple[str | int, ...]
+    block: tuple[str | int, ...]
+    shared_bytes: str | int
+    args: tuple[str, ...]
+    cooperative: bool = False
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The starting kernel, a rewrite or a deliberately wrong variant."""
+
+    id: str
+    role: str  # "start" | "rewrite" | "wrong"
+    path: Path
+    source: str
+    launches: tuple[Launch, ...]
+    zero_before: tuple[str, ...] = ()
+    text: str = ""  # option text for rewrites, the defect for wrong variants
+    signatures: Mapping[str, KernelSignature] = field(default_factory=dict, compare=False)
+
+    @property
+    def code(self) -> str:
+        """The source as a model sees it: comments stripped."""
+        return strip_comments(self.source)
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    path: Path
+    computes: str
+    bound: str
+    constraints: tuple[str, ...]
+    timing: Mapping[str, Number]
+    gate: tuple[Mapping[str, Number], ...]
+    tiny: tuple[Mapping[str, Number], ...]
+    params: Mapping[str, Number]
+    buffers: tuple[Buffer, ...]
+    start: Candidate
+    rewrites: tuple[Candidate, ...]
+    wrong: tuple[Candidate, ...]
+    intended_winner: str
+    intended_reasoning: str
+
+    @property
+    def candidates(self) -> tuple[Candidate, ...]:
+        """What gets timed: the start, then the rewrites in forward option order."""
+        return (self.start, *self.rewrites)
+
+    @property
+    def all_candidates(self) -> tuple[Candidate, ...]:
+        return (self.start, *self.rewrites, *self.wrong)
+
+    def candidate(self, cid: str) -> Candidate:
+        for c in self.all_candidates:
+            if c.id == cid:
+                return c
+        raise KeyError(f"{self.name} has no candidate {cid!r}")
+
+    def buffer(self, name: str) -> Buffer:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    @property
+    def outputs(self) -> tuple[Buffer, ...]:
+        return tuple(b for b in self.buffers if b.role == "output")
+
+    def shape(self, sizes: Mapping[str, Number]) -> dict[str, Number]:
+        """Params as defaults, overridden by a size set's own entries."""
+        return {**self.params, **sizes}
+
+    def shapes(self, kind: str) -> tuple[dict[str, Number], ...]:
+        if kind == "timing":
+            return (self.shape(self.timing),)
+        return tuple(self.shape(s) for s in getattr(self, kind))
+
+    def buffer_counts(self, shape: Mapping[str, Number]) -> dict[str, int]:
+        return {b.name: evaluate_int(b.count, shape) for b in self.buffers}
+
+    def resolve(self, cand: Candidate, shape: Mapping[str, Number], sm_count: int) -> tuple[ResolvedLaunch, ...]:
+        """Concrete launches for one shape on a GPU with `sm_count` SMs."""
+        names = {**shape, "sm_count": sm_count}
+        out = []
+        for launch in cand.launches:
+            sig = cand.signatures[launch.kernel]
+            args: list[BufferArg | ScalarArg] = []
+            for p, a in zip(sig.params, launch.args):
+                if p.pointer:
+                    args.append(BufferArg(a))
+                else:
+                    args.append(ScalarArg(a, p.ctype, shape[a]))
+            out.append(
+                ResolvedLaunch(
+                    kernel=launch.kernel,
+                    grid=dims3(tuple(evaluate_int(g, names) for g in launch.grid)),
+                    block=dims3(tuple(evaluate_int(b, names) for b in launch.block)),
+                    shared_bytes=evaluate_int(launch.shared_bytes, names),
+                    args=tuple(args),
+                    cooperative=launch.cooperative,
+                )
+            )
+        return tuple(out)
+
+    def reference_module(self) -> ModuleType:
+        return load_reference(self.path / "reference.py")
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _check_fields(table: Mapping[str, Any], allowed: set[str], required: set[str], file: str, where: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise FamilyError(file, f"{where}{key}", f"unknown field {key!r}", f"use one of {sorted(allowed)}")
+    for key in sorted(required):
+        if key not in table:
+            raise FamilyError(file, f"{where}{key}", "missing required field", f"add '{key} = ...'")
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], file: str, field_: str, what: str) -> Any:
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise FamilyError(file, field_, f"expected {what}, got {type(value).__name__} {value!r}", f"write {what}")
+    return value
+
+
+def load_reference(path: Path) -> ModuleType:
+    """Import a family's reference.py under a private module name."""
+    name = f"sparktrace_reference_{path.parent.name}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise FamilyError(_rel(path), "", "cannot be imported", "make it a Python file")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # a family's own code: report it, never crash collection
+        raise FamilyError(_rel(path), "", f"import failed: {type(exc).__name__}: {exc}", "fix the module") from None
+    for fn in REFERENCE_FUNCS:
+        if not callable(getattr(module, fn, None)):
+            raise FamilyError(_rel(path), fn, "function is missing", f"define {fn}(...) as documented in families/README.md")
+    sys.modules.setdefault(name, module)
+    return module
+
+
+def _size_sets(raw: Any, file: str) -> tuple[dict, tuple[dict, ...], tuple[dict, ...]]:
+    _expect(raw, dict, file, "sizes", "a [sizes] table")
+    _check_fields(raw, SIZES_FIELDS, SIZES_FIELDS, file, "sizes.")
+    timing = _expect(raw["timing"], dict, file, "sizes.timing", "a [sizes.timing] table")
+    sets = {}
+    for kind in ("gate", "tiny"):
+        val = raw[kind]
+        if isinstance(val, dict):
+            val = [val]
+        _expect(val, list, file, f"sizes.{kind}", f"one or more [[sizes.{kind}]] tables")
+        if not 1 <= len(val) <= 3:
+            raise FamilyError(file, f"sizes.{kind}", f"has {len(val)} entries", "declare 1 to 3")
+        sets[kind] = tuple(_expect(v, dict, file, f"sizes.{kind}[{i}]", "a table") for i, v in enumerate(val))
+    for key, value in timing.items():
+        _expect(value, int, file, f"sizes.timing.{key}", "an integer size")
+    return dict(timing), sets["gate"], sets["tiny"]
+
+
+def _launches(raw: Any, file: str, where: str) -> tuple[Launch, ...]:
+    if isinstance(raw, dict):
+        raw = [raw]
+    _expect(raw, list, file, where, "one or more [[...launch]] tables")
+    if not raw:
+        raise FamilyError(file, where, "the launch plan is empty", "add at least one launch")
+    out = []
+    for i, lt in enumerate(raw):
+        w = f"{where}[{i}]."
+        _expect(lt, dict, file, w[:-1], "a table")
+        _check_fields(lt, LAUNCH_FIELDS, {"kernel", "grid", "block", "args"}, file, w)
+        grid = lt["grid"] if isinstance(lt["grid"], list) else [lt["grid"]]
+        block = lt["block"] if isinstance(lt["block"], list) else [lt["block"]]
+        for name, dims in (("grid", grid), ("block", block)):
+            if not 1 <= len(dims) <= 3:
+                raise FamilyError(file, w + name, f"has {len(dims)} dimensions", "give 1 to 3")
+            for d in dims:
+                _expect(d, (int, str), file, w + name, "integers or expressions")
+        args = _expect(lt["args"], list, file, w + "args", "a list of names")
+        for a in args:
+            _expect(a, str, file, w + "args", "a list of names")
+        out.append(
+            Launch(
+                kernel=_expect(lt["kernel"], str, file, w + "kernel", "a kernel name"),
+                grid=tuple(grid),
+                block=tuple(block),
+                shared_bytes=_expect(lt.get("shared_bytes", 0), (int, str), file, w + "shared_bytes", "an integer or expression"),
+                args=tuple(args),
+                cooperative=_expect(lt.get("cooperative", False), bool, file, w + "cooperative", "true or false"),
+            )
+        )
+    return tuple(out)
+
+
+def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, file: str) -> Candidate:
+    required = {"file", "launch"} | ({"id"} if role != "start" else set())
+    required |= {"text"} if role == "rewrite" else ({"defect"} if role == "wrong" else set())
+    allowed = set(CANDIDATE_FIELDS)
+    if role == "start":
+        allowed -= {"id", "text", "defect"}
+    elif role == "rewrite":
+        allowed -= {"defect"}
+    else:
+        allowed -= {"text"}
+    _check_fields(raw, allowed, required, file, where)
+    cid = "start" if role == "start" else _expect(raw["id"], str, file, where + "id", "an id")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", cid):
+        raise FamilyError(file, where + "id", f"id {cid!r} is not lower snake case", "use letters, digits and _")
+    rel = _expect(raw["file"], str, file, where + "file", "a path relative to the family")
+    path = fam_dir / rel
+    expected_dir = {"start": "", "rewrite": "rewrites", "wrong": "wrong"}[role]
+    if role == "start" and rel != "kernel.cu":
+        raise FamilyError(file, where + "file", f"is {rel!r}", "the starting kernel is kernel.cu")
+    if role != "start" and Path(rel).parent.as_posix() != expected_dir:
+        raise FamilyError(file, where + "file", f"{rel!r} is not under {expected_dir}/", f"move it to {expected_dir}/")
+    if not path.is_file():
+        raise FamilyError(_rel(path), "", "file is missing", f"create it or correct '{where}file' in family.toml")
+    source = path.read_text()
+    try:
+        sigs = kernel_signatures(source)
+    except SourceError as exc:
+        raise FamilyError(_rel(path), "", str(exc), 'declare kernels as extern "C" __global__ void name(...)') from None
+    text = raw.get("text", raw.get("defect", ""))
+    _expect(text, str, file, where + ("text" if role == "rewrite" else "defect"), "a string")
+    zero = _expect(raw.get("zero_before", []), list, file, where + "zero_before", "a list of buffer names")
+    return Candidate(
+        id=cid,
+        role=role,
+        path=path,
+        source=source,
+        launches=_launches(raw["launch"], file, where + "launch"),
+        zero_before=tuple(zero),
+        text=text.strip(),
+        signatures=sigs,
+    )
+
+
+def _leaks(text: str) -> list[str]:
+    low = text.lower()
+    return sorted({w for w in LEAK_WORDS if re.search(r"\b" + re.escape(w), low)})
+
+
+def _identifier_leaks(code: str) -> list[str]:
+    code = re.sub(r'"(\\.|[^"\\])*"', '""', code)
+    found = set()
+    for ident in set(re.findall(r"[A-Za-z_]\w*", code)):
+        parts = re.split(r"_+|(?<=[a-z0-9])(?=[A-Z])", ident)
+        for part in parts:
+            if part.lower() in IDENT_LEAK_SEGMENTS:
+                found.add(ident)
+    return sorted(found)
+
+
+def _validate_plan(fam: Family, cand: Candidate, file: str, where: str) -> None:
+    buffers = {b.name: b for b in fam.buffers}
+    scalars = set(fam.params) | set(fam.timing)
+    for i, launch in enumerate(cand.launches):
+        w = f"{where}launch[{i}]."
+        sig = cand.signatures.get(launch.kernel)
+        if sig is None:
+            raise FamilyError(
+                file, w + "kernel",
+                f"names kernel {launch.kernel!r}, which {_rel(cand.path)} does not define "
+                f"(it defines: {', '.join(cand.signatures) or 'nothing'})",
+                'name a kernel the source defines as extern "C" __global__',
+            )
+        if len(sig.params) != len(launch.args):
+            raise FamilyError(
+                file, w + "args",
+                f"passes {len(launch.args)} arguments {list(launch.args)} but {launch.kernel} takes "
+                f"{len(sig.params)} ({', '.join(p.name for p in sig.params)})",
+                "list one name per kernel parameter, in order",
+            )
+        for p, a in zip(sig.params, launch.args):
+            if p.pointer:
+                if a not in buffers:
+                    raise FamilyError(file, w + "args", f"{a!r} is passed to pointer parameter {p.name} but is not a buffer", f"declare [buffers.{a}] or pass a buffer")
+                b = buffers[a]
+                if p.dtype != b.dtype:
+                    raise FamilyError(file, w + "args", f"buffer {a} is {b.dtype} but {launch.kernel}'s {p.name} is {p.ctype}*", "make the dtype and the parameter type agree")
+                if b.role == "input" and not p.const:
+                    raise FamilyError(file, w + "args", f"input buffer {a} is passed to non-const {launch.kernel}({p.name}); inputs are never written", f"declare {p.name} as const")
+            else:
+                if a not in scalars:
+                    raise FamilyError(file, w + "args", f"{a!r} is passed to scalar parameter {p.name} but is neither a size nor a param", "pass a name from [sizes.timing] or [params]")
+                value = fam.timing.get(a, fam.params.get(a))
+                if p.ctype in ("float", "double") and not isinstance(value, (int, float)):
+                    raise FamilyError(file, w + "args", f"{a} is not a number", "give it a numeric value")
+                if p.ctype not in ("float", "double") and not isinstance(value, int):
+                    raise FamilyError(file, w + "args", f"{a} = {value!r} is passed to integer parameter {p.ctype} {p.name}", "pass an integer size or param")
+    for z in cand.zero_before:
+        if z not in buffers:
+            raise FamilyError(file, where + "zero_before", f"{z!r} is not a buffer", "name a declared buffer")
+    for kind in ("timing", "gate", "tiny"):
+        for k, shape in enumerate(fam.shapes(kind)):
+            for sm in SM_COUNTS_CHECKED:
+                for i, launch in enumerate(cand.launches):
+                    w = f"{where}launch[{i}]"
+                    try:
+                        r = fam.resolve(cand, shape, sm)[i]
+                    except (ExprError, KeyError, ZeroDivisionError, TypeError) as exc:
+                        raise FamilyError(file, w, f"cannot be evaluated for sizes.{kind}[{k}]: {exc}", "use names from [sizes] and [params], or sm_count") from None
+                    if r.threads_per_block > MAX_THREADS or any(b > m for b, m in zip(r.block, MAX_BLOCK)):
+                        raise FamilyError(file, w + ".block", f"block {r.block} exceeds CUDA's limits for sizes.{kind}[{k}]", "use at most 1024 threads per block")
+                    if any(g < 1 for g in r.grid + r.block) or any(g > m for g, m in zip(r.grid, MAX_GRID)):
+                        raise FamilyError(file, w + ".grid", f"grid {r.grid} is outside CUDA's limits for sizes.{kind}[{k}] with {sm} SMs", "keep every grid dimension >= 1, y and z <= 65535")
+                    if not 0 <= r.shared_bytes <= MAX_DYNAMIC_SHARED:
+                        raise FamilyError(file, w + ".shared_bytes", f"{r.shared_bytes} bytes for sizes.{kind}[{k}]", "use 0 to 49152 bytes of dynamic shared memory")
+
+
+def load_family(fam_dir: Path) -> Family:
+    """Read and validate one family directory. Raises FamilyError."""
+    fam_dir = Path(fam_dir)
+    file = _rel(fam_dir / "family.toml")
+    for needed in ("family.toml", "kernel.cu", "reference.py"):
+        if not (fam_dir / needed).is_file():
+            raise FamilyError(_rel(fam_dir / needed), "", "file is missing", f"every family directory holds {needed}")
+    if not (fam_dir / "rewrites").is_dir():
+        raise FamilyError(_rel(fam_dir / "rewrites"), "", "directory is missing", "put the four rewrites in rewrites/")
+    try:
+        raw = tomllib.loads((fam_dir / "family.toml").read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise FamilyError(file, "", f"is not valid TOML: {exc}", "correct the syntax at that line") from None
+
+    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params"}, file, "")
+    name = _expect(raw["name"], str, file, "name", "the family name")
+    if name != fam_dir.name:
+        raise FamilyError(file, "name", f"is {name!r} but the directory is {fam_dir.name!r}", "make them equal")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise FamilyError(file, "name", f"{name!r} is not lower snake case", "rename the family")
+    computes = _expect(raw["computes"], str, file, "computes", "a sentence")
+    bound = _expect(raw["bound"], str, file, "bound", "'memory' or 'compute'")
+    if bound not in BOUNDS:
+        raise FamilyError(file, "bound", f"is {bound!r}", f"use one of {BOUNDS}")
+    constraints = tuple(_expect(raw.get("constraints", []), list, file, "constraints", "a list of expressions"))
+    timing, gate, tiny = _size_sets(raw["sizes"], file)
+    params = _expect(raw.get("params", {}), dict, file, "params", "a [params] table")
+    for k, v in params.items():
+        _expect(v, (int, float), file, f"params.{k}", "a number")
+        if k in timing:
+            raise FamilyError(file, f"params.{k}", "is also a size", "give sizes and params distinct names")
+    for kind, sets in (("gate", gate), ("tiny", tiny)):
+        for i, s in enumerate(sets):
+            for key in s:
+                if key not in timing and key not in params:
+                    raise FamilyError(file, f"sizes.{kind}[{i}].{key}", "is neither a size in [sizes.timing] nor a param", "declare it in [sizes.timing] or [params]")
+            for key in timing:
+                if key not in s:
+                    raise FamilyError(file, f"sizes.{kind}[{i}].{key}", "missing size", f"every size set gives {sorted(timing)}")
+
+    # buffers
+    rawbuf = _expect(raw["buffers"], dict, file, "buffers", "[buffers.NAME] tables")
+    buffers = []
+    for bname, bt in rawbuf.items():
+        w = f"buffers.{bname}."
+        _expect(bt, dict, file, w[:-1], "a table")
+        _check_fields(bt, BUFFER_FIELDS, {"dtype", "count", "role"}, file, w)
+        if bt["dtype"] not in DTYPES:
+            raise FamilyError(file, w + "dtype", f"{bt['dtype']!r} is not supported", f"use one of {DTYPES}")
+        if bt["role"] not in ROLES:
+            raise FamilyError(file, w + "role", f"{bt['role']!r} is not a role", f"use one of {ROLES}")
+        tol = None
+        if bt["role"] == "output":
+            if "tolerance" not in bt:
+                raise FamilyError(file, w + "tolerance", "an output needs a tolerance", "add tolerance = \"exact\" or { kind = \"elementwise\", rtol = ..., atol = ... }")
+            t = bt["tolerance"]
+            t = {"kind": t} if isinstance(t, str) else _expect(t, dict, file, w + "tolerance", "a string or table")
+            _check_fields(t, TOLERANCE_FIELDS, {"kind"}, file, w + "tolerance.")
+            if t["kind"] not in TOLERANCE_KINDS:
+                raise FamilyError(file, w + "tolerance.kind", f"{t['kind']!r}", f"use one of {TOLERANCE_KINDS}")
+            if t["kind"] != "exact" and "rtol" not in t:
+                raise FamilyError(file, w + "tolerance.rtol", "missing", "give rtol (and atol) for a non-exact tolerance")
+            tol = Tolerance(t["kind"], float(t.get("rtol", 0.0)), float(t.get("atol", 0.0)))
+        elif "tolerance" in bt:
+            raise FamilyError(file, w + "tolerance", f"only outputs are compared, and {bname} is {bt['role']}", "remove it")
+        buffers.append(Buffer(bname, bt["dtype"], _expect(bt["count"], (int, str), file, w + "count", "an integer or expression"), bt["role"], tol))
+    if not any(b.role == "output" for b in buffers):
+        raise FamilyError(file, "buffers", "no buffer has role = \"output\"", "declare what the kernel writes")
+
+    start = _candidate(fam_dir, _expect(raw["start"], dict, file, "start", "a [start] table"), "start", "start.", file)
+    rw_raw = _expect(raw["rewrites"], list, file, "rewrites", "[[rewrites]] tables")
+    if len(rw_raw) != N_REWRITES:
+        raise FamilyError(file, "rewrites", f"declares {len(rw_raw)} rewrites", f"declare exactly {N_REWRITES}")
+    rewrites = tuple(_candidate(fam_dir, r, "rewrite", f"rewrites[{i}].", file) for i, r in enumerate(rw_raw))
+    wr_raw = _expect(raw["wrong"], list, file, "wrong", "[[wrong]] tables")
+    if not wr_raw:
+        raise FamilyError(file, "wrong", "no deliberately wrong variant", "add at least one [[wrong]] variant under wrong/")
+    wrong = tuple(_candidate(fam_dir, r, "wrong", f"wrong[{i}].", file) for i, r in enumerate(wr_raw))
+    ids = [c.id for c in (start, *rewrites, *wrong)]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise FamilyError(file, "rewrites/wrong id", f"ids {dup} are used twice", "give every candidate its own id")
+    on_disk = sorted(p.name for p in (fam_dir / "rewrites").glob("*.cu"))
+    declared = sorted(c.path.name for c in rewrites)
+    if on_disk != declared:
+        raise FamilyError(_rel(fam_dir / "rewrites"), "", f"holds {on_disk} but family.toml declares {declared}", "keep exactly the four declared rewrites there")
+
+    intended = _expect(raw["intended"], dict, file, "intended", "an [intended] table")
+    _check_fields(intended, INTENDED_FIELDS, INTENDED_FIELDS, file, "intended.")
+    if intended["winner"] not in [r.id for r in rewrites]:
+        raise FamilyError(file, "intended.winner", f"{intended['winner']!r} is not a rewrite id", f"use one of {[r.id for r in rewrites]}")
+
+    fam = Family(
+        name=name, path=fam_dir, computes=computes.strip(), bound=bound, constraints=constraints,
+        timing=timing, gate=gate, tiny=tiny, params=dict(params), buffers=tuple(buffers),
+        start=start, rewrites=rewrites, wrong=wrong,
+        intended_winner=intended["winner"], intended_reasoning=str(intended["reasoning"]).strip(),
+    )
+
+    for kind in ("timing", "gate", "tiny"):
+        for k, shape in enumerate(fam.shapes(kind)):
+            for c in constraints:
+                try:
+                    ok = evaluate(c, shape)
+                except ExprError as exc:
+                    raise FamilyError(file, "constraints", str(exc), "write constraints over sizes and params") from None
+                if not ok:
+                    raise FamilyError(file, f"sizes.{kind}[{k}]", f"violates constraint {c!r}", "change the size or the constraint")
+            for b in buffers:
+                try:
+                    if evaluate_int(b.count, shape) < 1:
+                        raise ExprError("count < 1")
+                except (ExprError, ZeroDivisionError) as exc:
+                    raise FamilyError(file, f"buffers.{b.name}.count", f"for sizes.{kind}[{k}]: {exc}", "use an expression over sizes") from None
+
+    for c in (start, *rewrites, *wrong):
+        where = "start." if c.role == "start" else f"{'rewrites' if c.role == 'rewrite' else 'wrong'}[{[x.id for x in (rewrites if c.role == 'rewrite' else wrong)].index(c.id)}]."
+        _validate_plan(fam, c, file, where)
+    for i, r in enumerate(rewrites):
+        leaks = _leaks(r.text)
+        if leaks:
+            raise FamilyError(file, f"rewrites[{i}].text", f"option text uses {leaks}, which tell the reader about speed", "describe the mechanism only")
+        if not r.text:
+            raise FamilyError(file, f"rewrites[{i}].text", "is empty", "describe the rewrite in one line")
+    for c in (start, *rewrites):
+        bad = _identifier_leaks(c.code)
+        if bad:
+            raise FamilyError(_rel(c.path), "", f"identifiers {bad} hint at intent", "use neutral names (k0, k1, v, t, ...)")
+        leaks = _leaks(" ".join(re.findall(r'"(?:\\.|[^"\\])*"', c.code)))
+        if leaks:
+            raise FamilyError(_rel(c.path), "", f"a string literal uses {leaks}", "remove it")
+    load_reference(fam_dir / "reference.py")
+    return fam
+
+
+@dataclass(frozen=True)
+class Discovered:
+    """A directory under families/: either a loaded family or its one error."""
+
+    name: str
+    path: Path
+    family: Family | None
+    error: FamilyError | None
+
+
+def discover(root: Path) -> tuple[Discovered, ...]:
+    """Every directory under `root` that is not hidden, sorted by name."""
+    found = []
+    for d in sorted(p for p in Path(root).iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        try:
+            found.append(Discovered(d.name, d, load_family(d), None))
+        except FamilyError as exc:
+            found.append(Discovered(d.name, d, None, exc))
+    return tuple(found)
+
+
+def call_reference(fam: Family, fn: str, *args: Any) -> Any:
+    func: Callable[..., Any] = getattr(fam.reference_module(), fn)
+    return func(*args)

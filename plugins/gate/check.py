@@ -1,0 +1,99 @@
+"""The correctness gate: every candidate against the reference, on fresh seeds.
+
+Why: the answer key only ranks candidates that are correct, and the gate itself
+is tested by the deliberately wrong variants, which it must reject. The gate is
+pytest-free and runs on any Executor: CuPy on a GPU, or the CPU emulator.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping, Protocol, Sequence
+
+import numpy as np
+
+from plugins.gate.compare import Verdict, compare_outputs, poison
+from plugins.family.manifest import Candidate, Family
+from plugins.family.plan import Number
+
+MIN_SEEDS = 3
+
+
+class Executor(Protocol):
+    """Runs a candidate's launch plan on host arrays and returns every buffer."""
+
+    name: str
+    sm_count: int
+
+    def run(self, fam: Family, cand: Candidate, shape: Mapping[str, Number], buffers: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+
+
+def fresh_seeds(n: int = MIN_SEEDS) -> tuple[int, ...]:
+    """Seeds drawn from the OS, so every gate run sees inputs nobody tuned for."""
+    return tuple(int.from_bytes(os.urandom(4), "little") for _ in range(n))
+
+
+def host_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> dict[str, np.ndarray]:
+    """Host buffers for one run: inputs from the reference's make_inputs, every
+    other buffer poisoned (NaN, or all bits set), so unwritten elements show."""
+    inputs = fam.reference_module().make_inputs(np.random.default_rng(seed), dict(shape))
+    counts = fam.buffer_counts(shape)
+    buffers: dict[str, np.ndarray] = {}
+    for b in fam.buffers:
+        if b.role == "input":
+            arr = np.ascontiguousarray(inputs[b.name], dtype=b.dtype).reshape(-1)
+            if arr.size != counts[b.name]:
+                raise ValueError(f"{fam.path}/reference.py: make_inputs gave {arr.size} elements for {b.name!r}, family.toml says {counts[b.name]}; fix make_inputs or buffers.{b.name}.count")
+            buffers[b.name] = arr
+        else:
+            buffers[b.name] = np.full(counts[b.name], poison(b.dtype), dtype=b.dtype)
+    return buffers
+
+
+def make_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """host_buffers plus the expected outputs and their error scales."""
+    ref = fam.reference_module()
+    buffers = host_buffers(fam, shape, seed)
+    expected = ref.reference({k: v for k, v in buffers.items() if fam.buffer(k).role == "input"}, dict(shape))
+    scales = {}
+    if hasattr(ref, "error_scale"):
+        scales = ref.error_scale({k: v for k, v in buffers.items() if fam.buffer(k).role == "input"}, dict(shape))
+    return buffers, expected, scales
+
+
+@dataclass(frozen=True)
+class GateResult:
+    family: str
+    candidate: str
+    role: str
+    passed: bool
+    reason: str
+    seeds: tuple[int, ...]
+    shapes: tuple[Mapping[str, Number], ...]
+    executor: str
+
+    @property
+    def as_expected(self) -> bool:
+        """Rewrites and the start must pass; wrong variants must be rejected."""
+        return self.passed != (self.role == "wrong")
+
+
+def gate_candidate(fam: Family, cand: Candidate, executor: Executor, seeds: Sequence[int], shapes: Sequence[Mapping[str, Number]] | None = None) -> GateResult:
+    """Run every gate shape with every seed; the first failure is the verdict."""
+    shapes = tuple(shapes if shapes is not None else fam.shapes("gate"))
+    verdict = Verdict(True)
+    for shape in shapes:
+        for seed in seeds:
+            buffers, expected, scales = make_buffers(fam, shape, seed)
+            for z in cand.zero_before:
+                buffers[z][:] = 0
+            try:
+                got = executor.run(fam, cand, shape, buffers)
+            except Exception as exc:  # a crash is a rejection with its reason
+                verdict = Verdict(False, f"{type(exc).__name__}: {exc}")
+            else:
+                verdict = compare_outputs(fam.outputs, got, expected, scales)
+            if not verdict.passed:
+                size = ", ".join(f"{k}={v}" for k, v in shape.items())
+                return GateResult(fam.name, cand.id, cand.role, False, f"[{size}; seed {seed}] {verdict.reason}", tuple(seeds), shapes, executor.name)
+    return GateResult(fam.name, cand.id, cand.role, True, "", tuple(seeds), shapes, executor.name)

@@ -1,0 +1,1 @@
+"""Stage 4, items: slips rendered, prompts built, six items per kept family."""

@@ -1,0 +1,287 @@
+"""The 90 items: families x {source, full, no-conflicts} x {forward, mirror}.
+
+An item is what one model call answers. It carries its measured answer key,
+which is never shown in the prompt. Items round-trip through JSONL so other
+harnesses (Inspect AI, lm-evaluation-harness) can run them.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from plugins.atomicio import write_text_atomic
+from plugins.measure.keyfile import FamilyKey, KeyFileError, key_path, load_key
+from plugins.family.manifest import Family, discover
+from plugins.items.options import CONDITIONS, DEFAULT_KEY, LETTERS, ORDERS, TASK_WORD
+from plugins.items.prompt import gpu_for, option_order, render_prompt
+from plugins.items.slip import load_slip, render_slip, slip_path
+
+
+
+def task_name(condition: str, order: str) -> str:
+    return f"kernel-compass-{TASK_WORD[condition]}-{order}"
+
+
+@dataclass(frozen=True)
+class Option:
+    letter: str
+    rewrite: str  # the rewrite's id in family.toml
+    text: str
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """Whose measurement is the answer key, and whether it was measured at all."""
+
+    gpu: str
+    measured: bool
+    file: str
+    git_commit: str = ""
+    date: str = ""
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str  # "clamp_smem/full/mirror"
+    task: str  # "kernel-compass-full-mirror"
+    family: str
+    condition: str
+    order: str
+    prompt: str
+    prompt_sha256: str
+    options: tuple[Option, ...]
+    answer: str  # the letter of the measured winner in this order
+    runtimes_ms: dict  # letter -> measured time of that option (two-step mode only)
+    key: KeyInfo
+
+    def letter_of(self, rewrite: str) -> str:
+        for o in self.options:
+            if o.rewrite == rewrite:
+                return o.letter
+        raise KeyError(rewrite)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict) -> "Item":
+        return Item(
+            **{
+                **d,
+                "options": tuple(Option(**o) for o in d["options"]),
+                "key": KeyInfo(**d["key"]),
+            }
+        )
+
+
+def write_jsonl(items: Iterable[Item], path: Path) -> None:
+    """Atomic: a killed export never leaves half a file."""
+    write_text_atomic(path, "".join(json.dumps(it.to_json(), sort_keys=True) + "\n" for it in items))
+
+
+def read_jsonl(path: Path) -> list[Item]:
+    out = []
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(Item.from_json(json.loads(line)))
+            except (ValueError, TypeError, KeyError) as exc:
+                raise ValueError(f"{path}:{n}: not an item record ({exc})") from None
+    return out
+
+
+# --------------------------------------------------------------------------- building
+
+
+def not_measured_banner(key: str) -> str:
+    return (
+        f"KEY NOT MEASURED: these items use each family author's intended winner as the answer on {key}; "
+        "it was never measured on a GPU, so they only check the pipeline and score nothing."
+    )
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
+
+
+def _measured_answer(fam: Family, fk: FamilyKey, key: str, where: str) -> tuple[str, dict[str, float]] | str:
+    """(winner id, rewrite id -> time_ms) from a kept measurement, or a note on why not."""
+    ids = [r.id for r in fam.rewrites]
+    missing = [i for i in ids if i not in fk.times_ms]
+    if missing:
+        return (f"{fam.name}: measurement for {key} is stale: {where} has no time_ms for rewrites {missing} "
+                f"(family.toml's rewrites are {ids}); re-run the measure pass")
+    if fk.winner not in ids:
+        raise KeyFileError(f"{where}: field 'ranking.winner' is {fk.winner!r}, not one of the rewrites {ids}; "
+                           "fix: re-run the measure pass")
+    times = {i: fk.times_ms[i] for i in ids}
+    fastest = min(ids, key=lambda i: times[i])
+    if times[fastest] < times[fk.winner]:
+        raise KeyFileError(f"{where}: field 'ranking.winner' is {fk.winner!r} but {fastest!r} has the lower time_ms; "
+                           "fix: re-run the measure pass (the file was edited or is corrupt)")
+    return fk.winner, times
+
+
+def build_items(
+    families_root: Path, key: str, allow_intended: bool = False, slips_root: Path = Path("slips")
+) -> tuple[list[Item], list[str]]:
+    """Six items per family kept on `key`, plus one note per family (or
+    condition) left out and why. Never invents a key: `allow_intended` is the
+    explicit dry run on the authors' intended winners (KeyInfo.measured False,
+    no runtimes). A relative `slips_root` is taken beside `families_root`.
+    """
+    families_root = Path(families_root)
+    repo = families_root.resolve().parent
+    if not Path(slips_root).is_absolute():
+        slips_root = repo / slips_root
+    if not families_root.is_dir():
+        raise FileNotFoundError(f"{families_root}: no such directory; fix: pass the families/ directory")
+    items: list[Item] = []
+    notes: list[str] = [not_measured_banner(key)] if allow_intended else []
+    for d in discover(families_root):
+        if d.family is None:
+            notes.append(f"{d.name}: not a valid family, no items ({d.error})")
+            continue
+        fam = d.family
+        fk = load_key(fam.path, key)
+        if allow_intended:
+            winner, times = fam.intended_winner, {}
+            info = KeyInfo(gpu=key, measured=False,
+                           file=f"{_rel(fam.path / 'family.toml', repo)} [intended.winner]: NOT MEASURED")
+        else:
+            if fk is None:
+                notes.append(f"{fam.name}: no measurement for {key} ({_rel(key_path(fam.path, key), repo)}), no items")
+                continue
+            if not fk.kept:
+                why = fk.reason or f"runner-up only {fk.ratio:.2f}x"
+                notes.append(f"{fam.name}: dropped on {key}: {why}")
+                continue
+            got = _measured_answer(fam, fk, key, _rel(fk.path, repo))
+            if isinstance(got, str):
+                notes.append(got)
+                continue
+            winner, times = got
+            info = KeyInfo(gpu=key, measured=True, file=_rel(fk.path, repo), git_commit=fk.git_commit, date=fk.date)
+        gpu = gpu_for(key, fk.record if fk is not None else None)
+        report = load_slip(slips_root, key, fam.name)
+        slips: dict[str, str | None] = {"source": None}
+        where = _rel(slip_path(slips_root, key, fam.name), repo)
+        planned = [launch.kernel for launch in fam.start.launches]
+        if report is None:
+            notes.append(f"{fam.name}: no slip for {key} ({where}), so no full or no-conflicts items; only the source items")
+        elif (profiled := [k.kernel.split("(")[0].strip() for k in report.kernels]) != planned:
+            notes.append(f"{fam.name}: slip for {key} is stale: {where} profiled kernels {profiled}, "
+                         f"the starting plan launches {planned}; re-run the measure pass; only the source items")
+        else:
+            slips["full"] = render_slip(report)
+            slips["no-conflicts"] = render_slip(report, ablated=True)
+        for condition in CONDITIONS:
+            if condition not in slips:
+                continue
+            for order in ORDERS:
+                options = tuple(Option(letter, c.id, c.text) for letter, c in zip(LETTERS, option_order(fam, order)))
+                prompt = render_prompt(fam, order, gpu, slips[condition])
+                by_id = {o.rewrite: o.letter for o in options}
+                items.append(Item(
+                    id=f"{fam.name}/{condition}/{order}",
+                    task=task_name(condition, order),
+                    family=fam.name,
+                    condition=condition,
+                    order=order,
+                    prompt=prompt,
+                    prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
+                    options=options,
+                    answer=by_id[winner],
+                    runtimes_ms={o.letter: times[o.rewrite] for o in options} if times else {},
+                    key=info,
+                ))
+    return items, notes
+
+
+# --------------------------------------------------------------------------- snapshot cases
+
+
+@dataclass(frozen=True)
+class SlipCase:
+    """One slip rendering to snapshot, or the reason there is none for the key."""
+
+    gpu: str
+    family: str = ""
+    variant: str = ""  # "full" | "no-conflicts"
+    csv: str = ""  # path of the captured CSV
+    skip: str = ""
+
+
+@dataclass(frozen=True)
+class SnapshotCases:
+    """What the snapshot tests cover: every captured slip (both renderings) and
+    every prompt that can be rendered on the key (source prompts for every
+    family; full/no-conflicts where a slip exists). Loaded once per session."""
+
+    key: str
+    slips: tuple[SlipCase, ...]
+    prompts: tuple[Item, ...]
+    error: str = ""
+
+    ARGNAMES = ("slip_case", "prompt_case")
+
+    def cases(self, argname: str) -> tuple[list, list[str]]:
+        """Values and ids for one of ARGNAMES."""
+        if argname == "slip_case":
+            return list(self.slips), [f"{c.gpu}-none" if c.skip else f"{c.gpu}-{c.family}-{c.variant}" for c in self.slips]
+        return list(self.prompts), [it.id.replace("/", "-") for it in self.prompts]  # ids name files
+
+    @classmethod
+    def load(cls, root: Path, key: str, families: str = "families", slips: str = "slips") -> "SnapshotCases":
+        root = Path(root)
+        found = [
+            SlipCase(p.parent.name, p.stem, variant, p.relative_to(root).as_posix())
+            for p in sorted((root / slips).glob("*/*.csv"))
+            for variant in ("full", "no-conflicts")
+        ]
+        if not any(c.gpu == key for c in found):
+            found.append(SlipCase(key, skip=f"no slip captured on {key} yet: run the measure pass on a GPU"))
+        try:
+            # the dry-run key renders every prompt; prompts do not depend on the answer
+            items, _ = build_items(root / families, key, allow_intended=True, slips_root=root / slips)
+        except (ValueError, OSError) as exc:
+            return cls(key, tuple(found), (), f"cannot build the prompts on {key}: {exc}")
+        return cls(key, tuple(found), tuple(items))
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m plugins.items export --key h200 --out reports/items/h200.jsonl [--key-intended]`"""
+    ap = argparse.ArgumentParser(prog="python -m plugins.items", description="Export SparkTrace items as JSONL.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("export", help="build the items for one answer key and write them as JSONL")
+    ex.add_argument("--key", default=DEFAULT_KEY, help=f"whose measurements are the answer key (default: {DEFAULT_KEY})")
+    ex.add_argument("--out", type=Path, help="output JSONL (default: reports/items/<key>.jsonl)")
+    ex.add_argument("--families", type=Path, default=Path("families"), help="families directory (default: families)")
+    ex.add_argument("--slips", type=Path, default=Path("slips"), help="slips directory (default: slips)")
+    ex.add_argument("--key-intended", action="store_true",
+                    help="dry run: use each family's intended winner as the key (NOT measured, not a score)")
+    args = ap.parse_args(argv)
+    out = args.out or Path("reports", "items", f"{args.key}.jsonl")
+    items, notes = build_items(args.families, args.key, allow_intended=args.key_intended, slips_root=args.slips)
+    write_jsonl(items, out)
+    fams = sorted({it.family for it in items})
+    kind = "NOT MEASURED (intended winners, dry run)" if args.key_intended else "measured"
+    lines = [f"wrote {len(items)} items from {len(fams)} families to {out} (key {args.key}: {kind})"]
+    lines += [f"note: {n}" for n in notes]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,265 @@
+"""The slip: Nsight Compute's report of one run of the starting launch plan.
+
+Why a subprocess: ncu profiles a program, so it runs `python -m
+plugins.measure.launch_once <family>`, which launches the starting plan exactly once,
+and a kernel filter on the plan's exact entry names keeps anything else out.
+The raw report and its CSV export are kept exactly as ncu wrote them, with the
+ncu version and every command line beside them.
+"""
+from __future__ import annotations
+
+import csv
+import glob
+import io
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from plugins.atomicio import write_text_atomic
+from plugins.atomicio import write_json_atomic
+from plugins.measure.provenance import parse_ncu_version
+
+log = logging.getLogger("sparktrace.capture")
+
+SECTIONS = (
+    "SpeedOfLight",
+    "LaunchStats",
+    "Occupancy",
+    "MemoryWorkloadAnalysis",
+    "MemoryWorkloadAnalysis_Tables",
+    "ComputeWorkloadAnalysis",
+    "WarpStateStats",
+)
+METRICS = (
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+)
+# The two the slip must have; the profile is retried with only these when ncu
+# rejects a name of the longer list on this GPU or version.
+REQUIRED_METRICS = METRICS[:2]
+NCU_GLOBS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu")
+PROFILE_TIMEOUT_S = 60  # a start plan profiles in seconds; a hung ncu must not eat the pass's budget
+EXPORT_TIMEOUT_S = 30
+LAUNCH_SEED = 20260101  # the inputs of the profiled run: fixed, and recorded in the slip
+
+
+@dataclass(frozen=True)
+class NcuLocation:
+    path: str | None
+    reason: str  # why it is missing, or where it was found
+
+
+def _version_key(path: str) -> tuple:
+    parts = []
+    for piece in Path(path).parent.name.split("."):
+        parts.append(int(piece) if piece.isdigit() else -1)
+    return tuple(parts)
+
+
+def find_ncu(which: Callable[[str], str | None] = shutil.which, globber: Callable[[str], list[str]] = glob.glob,
+             is_exec: Callable[[str], bool] = lambda p: os.access(p, os.X_OK)) -> NcuLocation:
+    """ncu on PATH, else the newest under /opt/nvidia/nsight-compute/*/, else /usr/local/cuda/bin."""
+    on_path = which("ncu")
+    if on_path:
+        return NcuLocation(on_path, "on PATH")
+    looked = []
+    for pattern in NCU_GLOBS:
+        found = sorted((p for p in globber(pattern) if is_exec(p)), key=_version_key, reverse=True)
+        looked.append(pattern)
+        if found:
+            return NcuLocation(found[0], f"found at {found[0]}")
+    return NcuLocation(None, f"ncu (Nsight Compute CLI) not found: not on PATH, nor at {', '.join(looked)}; install Nsight Compute or put ncu on PATH")
+
+
+def kernel_filter(kernels: Sequence[str]) -> str:
+    """An anchored regex of the plan's exact entry names, so CuPy's own kernels never match."""
+    names = list(dict.fromkeys(kernels))
+    for k in names:
+        if not k.isidentifier():
+            raise ValueError(f"kernel name {k!r} is not a C identifier")
+    return "regex:^(" + "|".join(names) + ")$"
+
+
+def profile_command(ncu: str, family: str, out_base: Path, kernels: Sequence[str], launch_count: int,
+                    families_root: Path, seed: int = LAUNCH_SEED, python: str = sys.executable,
+                    metrics: Sequence[str] = METRICS) -> list[str]:
+    """The exact ncu command that profiles one run of `family`'s starting plan."""
+    cmd = [ncu, "--clock-control", "none"]
+    for s in SECTIONS:
+        cmd += ["--section", s]
+    cmd += ["--metrics", ",".join(metrics)]
+    cmd += ["--kernel-name", kernel_filter(kernels), "--launch-count", str(launch_count)]
+    cmd += ["-o", str(out_base), "-f"]
+    cmd += [python, "-m", "plugins.measure.launch_once", family, "--families-root", str(families_root), "--seed", str(seed)]
+    return cmd
+
+
+def export_command(ncu: str, report: Path) -> list[str]:
+    return [ncu, "--import", str(report), "--csv", "--page", "details", "--print-details", "all"]
+
+
+def csv_summary(text: str) -> dict:
+    """What the export holds: rows, kernels, sections, whether the bank-conflict metrics are there.
+
+    A sanity check only (plugins.measure.ncu parses slips); `==PROF==` lines before
+    the header are skipped.
+    """
+    lines = [ln for ln in text.splitlines() if not ln.startswith("==")]
+    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    if not rows:
+        raise ValueError("the CSV export is empty")
+    header = rows[0]
+    for col in ("Kernel Name", "Section Name", "Metric Name", "Metric Value"):
+        if col not in header:
+            raise ValueError(f"the CSV export has no {col!r} column; header: {header}")
+    ix = {c: header.index(c) for c in header}
+    # ncu omits the trailing rule fields on metric rows: pad, never drop, short rows.
+    body = [r + [""] * (len(header) - len(r)) for r in rows[1:] if len(r) >= header.index("Metric Value") + 1]
+    metrics = {r[ix["Metric Name"]] for r in body}
+    ids: dict[str, str] = {}
+    if "ID" in ix:
+        for r in body:
+            ids.setdefault(r[ix["ID"]], r[ix["Kernel Name"]].split("(")[0].strip())
+    return {
+        "rows": len(body),
+        "columns": header,
+        "kernels": sorted({r[ix["Kernel Name"]].split("(")[0].strip() for r in body}),
+        "launches": list(ids.values()),  # one per profiled launch (ncu result ID), in ncu's order
+        "sections": sorted({r[ix["Section Name"]] for r in body}),
+        "bank_conflict_metrics": sorted(m for m in metrics if m in METRICS),
+        "rule_rows": sum(1 for r in body if "Rule Name" in ix and r[ix["Rule Name"]]),
+        "rules": [
+            {"kernel": r[ix["Kernel Name"]], "section": r[ix["Section Name"]], "rule": r[ix["Rule Name"]],
+             "type": r[ix["Rule Type"]] if "Rule Type" in ix else "", "description": r[ix["Rule Description"]] if "Rule Description" in ix else ""}
+            for r in body if "Rule Name" in ix and r[ix["Rule Name"]]
+        ] if "Rule Name" in ix else "unavailable: this ncu's CSV export has no rule columns; the rule messages are in the .ncu-rep",
+    }
+
+
+@dataclass
+class SlipResult:
+    status: str  # "captured" | "skipped" | "failed"
+    reason: str
+    files: list[str] = field(default_factory=list)
+    record: dict = field(default_factory=dict)
+
+
+def _tail(text: str | bytes | None, n: int = 4000) -> str:
+    if text is None:
+        return ""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    return text[-n:]
+
+
+def capture_slip(
+    family: str,
+    kernels: Sequence[str],
+    gpu: str,
+    out_root: Path,
+    repo: Path,
+    families_root: Path,
+    ncu: NcuLocation | None = None,
+    run: Callable[..., Any] = subprocess.run,
+    profile_timeout_s: float = PROFILE_TIMEOUT_S,
+    export_timeout_s: float = EXPORT_TIMEOUT_S,
+    python: str = sys.executable,
+) -> SlipResult:
+    """Profile, export, and write `slips/<gpu>/<family>.{ncu-rep,csv,json}` under `out_root`.
+
+    Never raises for a missing or failing ncu: the result says what happened,
+    and the JSON beside the slip records it too.
+    """
+    ncu = ncu or find_ncu()
+    slip_dir = Path(out_root) / "slips" / gpu
+    base = slip_dir / family
+    rec: dict = {
+        "family": family, "gpu": gpu, "kernels": list(kernels), "seed": LAUNCH_SEED,
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "clock_control": "none", "sections": list(SECTIONS), "metrics": list(METRICS),
+    }
+    if ncu.path is None:
+        return SlipResult("skipped", ncu.reason, [], rec)
+    rec["ncu_path"] = ncu.path
+    rec["ncu_version"] = ncu_version(ncu, run)
+    slip_dir.mkdir(parents=True, exist_ok=True)
+    cmd = profile_command(ncu.path, family, base, kernels, len(kernels), families_root, python=python)
+    rec["profile_command"] = cmd
+    result = SlipResult("failed", "", [], rec)
+    t0 = time.monotonic()
+    report = base.with_suffix(".ncu-rep")
+    try:
+        report.unlink(missing_ok=True)  # a stale report from an earlier run never passes for this one
+        p = run(cmd, cwd=str(repo), capture_output=True, text=True, timeout=profile_timeout_s)
+        rec["profile_exit"] = p.returncode
+        rec["profile_log_tail"] = _tail(p.stdout + "\n" + p.stderr)
+        if (p.returncode != 0 or not report.is_file()) and "metric" in (p.stdout + p.stderr).lower():
+            retry = profile_command(ncu.path, family, base, kernels, len(kernels), families_root, python=python,
+                                    metrics=REQUIRED_METRICS)
+            left = profile_timeout_s - (time.monotonic() - t0)
+            if left > 5:
+                log.warning("%s: ncu failed on the metric list; retrying with only %s", family, list(REQUIRED_METRICS))
+                rec["first_profile"] = {"command": cmd, "exit": p.returncode, "log_tail": rec["profile_log_tail"]}
+                rec["profile_command"], rec["metrics"] = retry, list(REQUIRED_METRICS)
+                p = run(retry, cwd=str(repo), capture_output=True, text=True, timeout=left)
+                rec["profile_exit"] = p.returncode
+                rec["profile_log_tail"] = _tail(p.stdout + "\n" + p.stderr)
+        rec["profile_seconds"] = time.monotonic() - t0
+        if p.returncode != 0 or not report.is_file():
+            result.reason = f"ncu exited {p.returncode} and {'wrote' if report.is_file() else 'did not write'} {report}; see profile_log_tail in {base}.json"
+            if report.is_file():
+                result.files.append(str(report))
+        else:
+            result.files.append(str(report))
+            exp = export_command(ncu.path, report)
+            rec["export_command"] = exp
+            e = run(exp, cwd=str(repo), capture_output=True, text=True, timeout=export_timeout_s)
+            rec["export_exit"] = e.returncode
+            if e.returncode != 0 or not e.stdout.strip():
+                rec["export_log_tail"] = _tail(e.stderr)
+                result.reason = f"ncu --import exited {e.returncode}; see export_log_tail in {base}.json"
+            else:
+                csv_path = base.with_suffix(".csv")
+                write_text_atomic(csv_path, e.stdout)
+                result.files.append(str(csv_path))
+                try:
+                    rec["csv"] = csv_summary(e.stdout)
+                    profiled = rec["csv"]["launches"]
+                    if profiled != list(kernels):  # what plugins.items.build compares a slip against
+                        result.reason = (f"the export profiled launches {profiled}, the starting plan launches {list(kernels)}; "
+                                         "see profile_log_tail in the JSON beside the slip")
+                    else:
+                        result.status, result.reason = "captured", ""
+                except ValueError as exc:
+                    result.reason = f"the CSV export is not in ncu's details layout: {exc}"
+    except subprocess.TimeoutExpired as exc:
+        rec["profile_log_tail"] = _tail(exc.stdout) + _tail(exc.stderr)
+        result.reason = f"timed out after {exc.timeout:.0f} s: {' '.join(map(str, exc.cmd))[:200]}"
+    except OSError as exc:
+        result.reason = f"could not run ncu: {exc}"
+    rec["status"], rec["reason"] = result.status, result.reason
+    write_json_atomic(base.with_suffix(".json"), rec)
+    result.files.append(str(base.with_suffix(".json")))
+    return result
+
+
+def ncu_version(ncu: NcuLocation, run: Callable[..., Any] = subprocess.run) -> str:
+    """`ncu --version`'s version, or "unavailable: <why>"."""
+    if ncu.path is None:
+        return f"unavailable: {ncu.reason}"
+    try:
+        p = run([ncu.path, "--version"], capture_output=True, text=True, timeout=60)
+        return parse_ncu_version(p.stdout + "\n" + p.stderr)
+    except Exception as exc:
+        return f"unavailable: {type(exc).__name__}: {exc}"

@@ -1,0 +1,303 @@
+"""The CuPy executor: compiles candidates with NVRTC and runs their launch plans on a GPU.
+
+Why: the gate, the timer and the one-launch profile all need the same thing
+done the same way: the same compile options as the CPU checks
+(plugins.family.compile), the same resolved launch plan, and scalar arguments passed
+with exactly the C types the kernels declare. CuPy is imported lazily, so
+this module loads on machines with no GPU.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from plugins.family.compile import NVRTC_OPTIONS, include_options
+from plugins.family.cuda_source import CTYPE_DTYPES
+from plugins.family.manifest import Candidate, Family
+from plugins.family.plan import BufferArg, Number, ResolvedLaunch, ScalarArg
+
+log = logging.getLogger("sparktrace.device")
+
+NO_DEVICE = "no CUDA device"
+# Options CuPy's compiler (cupy/cuda/compiler.py) appends to every RawModule it
+# builds with NVRTC (CuPy 14.2: -ftz=true in _compile_with_cache_cuda, and
+# --device-as-default-execution-space when jitify is off), and any it appends
+# for cooperative modules (CuPy 14.2: none; it only launches them with
+# cuLaunchCooperativeKernel). `cupy_added_options` reads which of them the
+# installed CuPy really adds, so the key says what was compiled.
+CUPY_MAYBE_ADDED = ("-ftz=true", "--device-as-default-execution-space")
+CUPY_MAYBE_ADDED_COOPERATIVE = ("--device-c", "-dc", "-rdc=true", "--relocatable-device-code=true")
+
+
+class DeviceUnavailable(RuntimeError):
+    """No usable GPU: the message says which of cupy / device / driver is missing."""
+
+
+@dataclass(frozen=True)
+class DeviceStatus:
+    available: bool
+    reason: str  # "" when available; else starts with "no CUDA device: "
+    kind: str  # "ok" | "cupy" | "no-device" | "driver"
+
+
+def import_cupy() -> Any:
+    """Import cupy with its import-time warnings recorded, not raised (pytest turns warnings into errors)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import cupy  # lazy: only GPU machines have it
+    for w in caught:
+        log.info("cupy import warning: %s", w.message)
+    return cupy
+
+
+def probe(device_index: int = 0, importer: Any = import_cupy) -> DeviceStatus:
+    """Whether a CUDA device can be used, and precisely why not."""
+    try:
+        cupy = importer()
+    except Exception as exc:
+        return DeviceStatus(False, f"{NO_DEVICE}: cupy is not importable ({type(exc).__name__}: {exc})", "cupy")
+    try:
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as exc:
+        text = f"{type(exc).__name__}: {exc}"
+        if "NoDevice" in text or "no CUDA-capable device" in text:
+            return DeviceStatus(False, f"{NO_DEVICE}: the CUDA runtime finds none ({text})", "no-device")
+        return DeviceStatus(False, f"{NO_DEVICE}: CUDA driver error ({text})", "driver")
+    if count < 1:
+        return DeviceStatus(False, f"{NO_DEVICE}: the CUDA runtime reports 0 devices", "no-device")
+    if device_index >= count:
+        return DeviceStatus(False, f"{NO_DEVICE}: device {device_index} asked for, {count} present", "no-device")
+    try:
+        cupy.cuda.runtime.getDeviceProperties(device_index)
+        cupy.cuda.Device(device_index).synchronize()
+    except Exception as exc:
+        return DeviceStatus(False, f"{NO_DEVICE}: CUDA driver error on device {device_index} ({type(exc).__name__}: {exc})", "driver")
+    return DeviceStatus(True, "", "ok")
+
+
+def scalar(arg: ScalarArg) -> np.generic:
+    """A by-value argument as the NumPy scalar of the kernel's declared C type."""
+    dtype = CTYPE_DTYPES.get(arg.ctype)
+    if dtype is None:
+        raise TypeError(f"argument {arg.name!r}: C type {arg.ctype!r} has no NumPy equivalent; use one of {sorted(CTYPE_DTYPES)}")
+    dt = np.dtype(dtype)
+    value = arg.value
+    if dt.kind in "iu":
+        if isinstance(value, float) and not value.is_integer():
+            raise TypeError(f"argument {arg.name!r} is {arg.ctype} but its value {value!r} is not an integer")
+        info = np.iinfo(dt)
+        if not info.min <= int(value) <= info.max:
+            raise OverflowError(f"argument {arg.name!r} = {value} does not fit {arg.ctype}")
+        return dt.type(int(value))
+    return dt.type(value)
+
+
+def kernel_args(launch: ResolvedLaunch, buffers: Mapping[str, Any]) -> tuple:
+    """The argument tuple for one launch: device buffers by name, scalars typed."""
+    out = []
+    for a in launch.args:
+        if isinstance(a, BufferArg):
+            if a.name not in buffers:
+                raise KeyError(f"launch of {launch.kernel} names buffer {a.name!r}, which was not allocated")
+            out.append(buffers[a.name])
+        else:
+            out.append(scalar(a))
+    return tuple(out)
+
+
+def cupy_added_options(cupy: Any) -> list[str]:
+    """What the installed CuPy's compiler source appends to our options (read, not assumed)."""
+    import inspect
+
+    try:
+        src = inspect.getsource(cupy.cuda.compiler)
+    except Exception as exc:
+        return [f"unavailable: could not read cupy.cuda.compiler ({type(exc).__name__}: {exc})"]
+    appended = set(re.findall(r"options\s*\+=\s*\(([^)]*)\)", src))
+    literals = {o for group in appended for o in re.findall(r"'([^']+)'", group)}
+    found = [f"{o} (appended by CuPy)" for o in CUPY_MAYBE_ADDED if o in literals]
+    coop = _cooperative_block(src)
+    found += [f"{o} (appended by CuPy, cooperative plans only)" for o in CUPY_MAYBE_ADDED_COOPERATIVE if f"'{o}'" in coop]
+    try:  # the -arch CuPy picks for this device: needs a device, so it is read, never guessed
+        found.append(f"{cupy.cuda.compiler._get_arch_for_options_for_nvrtc()[0]} (appended by CuPy for this device)")
+    except Exception:
+        pass
+    return found
+
+
+def _cooperative_block(src: str) -> str:
+    """The lines under `if enable_cooperative_groups:` in CuPy's compiler source (where
+    options for cooperative modules would be added); "" when there is none."""
+    out: list[str] = []
+    lines = src.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r"\s*if enable_cooperative_groups\s*:", line):
+            indent = len(line) - len(line.lstrip())
+            for body in lines[i + 1:]:
+                if body.strip() and len(body) - len(body.lstrip()) <= indent:
+                    break
+                out.append(body)
+    return "\n".join(out)
+
+
+def compile_options(cuda_path: str | None = None) -> tuple[str, ...]:
+    """The options handed to CuPy: exactly the CPU compile stage's (plugins.family.compile).
+
+    Where that stage finds no CUDA headers (no CUDA_PATH, CUDA_HOME or
+    /usr/local/cuda), the toolkit CuPy itself found (`cuda_path`) supplies
+    them: without them a cooperative_groups include fails to compile.
+    """
+    inc = tuple(include_options())
+    if not inc and cuda_path and (Path(cuda_path) / "include" / "cooperative_groups.h").is_file():
+        root = Path(cuda_path) / "include"
+        inc = (f"-I{root}",) + ((f"-I{root / 'cccl'}",) if (root / "cccl").is_dir() else ())
+    return tuple(NVRTC_OPTIONS) + inc
+
+
+def _cupy_cuda_path(cupy: Any) -> str | None:
+    try:
+        return cupy.cuda.get_cuda_path()
+    except Exception:
+        return None
+
+
+class CupyExecutor:
+    """plugins.gate.check.Executor on a CUDA device through CuPy."""
+
+    name = "cupy"
+
+    def __init__(self, device_index: int = 0):
+        status = probe(device_index)
+        if not status.available:
+            raise DeviceUnavailable(status.reason)
+        self.cp = import_cupy()
+        self.device_index = device_index
+        self.cp.cuda.Device(device_index).use()
+        props = self.cp.cuda.runtime.getDeviceProperties(device_index)
+        self.properties = props
+        self.sm_count = int(self._attribute(props, "multiProcessorCount", "cudaDevAttrMultiProcessorCount"))
+        self.l2_bytes = int(self._attribute(props, "l2CacheSize", "cudaDevAttrL2CacheSize", default=0) or 0)
+        name = props.get("name", b"")
+        self.device_name = name.decode(errors="replace").rstrip("\x00") if isinstance(name, bytes) else str(name)
+        if "major" in props and "minor" in props:
+            self.compute_capability = f"{props['major']}.{props['minor']}"
+        else:  # Device.compute_capability is "90" for 9.0
+            cc = str(self.cp.cuda.Device(device_index).compute_capability)
+            self.compute_capability = f"{cc[:-1]}.{cc[-1]}"
+        self.options = compile_options(_cupy_cuda_path(self.cp))
+        self._modules: dict[tuple[str, bool], Any] = {}
+        self._kernels: dict[tuple[str, str, bool], Any] = {}
+
+    def _attribute(self, props: Mapping[str, Any], key: str, attr: str, default: Any = None) -> Any:
+        """A device property, read through cudaDeviceGetAttribute when this CuPy's
+        property dict lacks it (CUDA 13 dropped several cudaDeviceProp fields)."""
+        if key in props:
+            return props[key]
+        try:
+            rt = self.cp.cuda.runtime
+            return rt.deviceGetAttribute(getattr(rt, attr), self.device_index)
+        except Exception:
+            if default is not None:
+                return default
+            raise
+
+    # ---------------------------------------------------------------- compile
+
+    def kernel(self, cand: Candidate, name: str, cooperative: bool = False) -> Any:
+        """The compiled entry point; each (source, cooperative) is compiled once."""
+        key = (cand.source, name, cooperative)
+        if key not in self._kernels:
+            mkey = (cand.source, cooperative)  # one module per source: a plan's k0, k1, k2 share one compile
+            if mkey not in self._modules:
+                self._modules[mkey] = self.cp.RawModule(
+                    code=cand.source, options=self.options, backend="nvrtc", enable_cooperative_groups=cooperative,
+                )
+            module = self._modules[mkey]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                self._kernels[key] = module.get_function(name)
+            for w in caught:
+                log.info("%s/%s compile warning: %s", cand.path, name, w.message)
+        return self._kernels[key]
+
+    def compile(self, cand: Candidate) -> None:
+        """Compile every entry point a candidate's plan launches (errors name the candidate)."""
+        for launch in cand.launches:
+            try:
+                self.kernel(cand, launch.kernel, launch.cooperative)
+            except Exception as exc:
+                raise RuntimeError(f"{cand.path}: CuPy/NVRTC could not compile {launch.kernel}: {type(exc).__name__}: {exc}") from exc
+
+    # ---------------------------------------------------------------- launch
+
+    def to_device(self, buffers: Mapping[str, np.ndarray]) -> dict[str, Any]:
+        return {k: self.cp.asarray(v) for k, v in buffers.items()}
+
+    def bind(self, cand: Candidate, plan: Sequence[ResolvedLaunch], dev: Mapping[str, Any]) -> tuple:
+        """The plan with its kernels looked up and its arguments converted once, so a
+        timed loop spends no host time on them between launches."""
+        return tuple((self.kernel(cand, launch.kernel, launch.cooperative), launch.grid, launch.block,
+                      kernel_args(launch, dev), launch.shared_bytes, launch.cooperative) for launch in plan)
+
+    @staticmethod
+    def launch_bound(bound: tuple) -> None:
+        """Enqueue a bound plan in order on the current stream; no synchronization.
+
+        Warnings are errors around cooperative launches: CuPy 14 warns and
+        shrinks the grid (cupy/cuda/function.pyx, _launch) when a cooperative
+        grid exceeds what fits on the device at once, which would silently
+        change the plan.
+        """
+        for k, grid, block, args, shared, cooperative in bound:
+            if cooperative:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")
+                    k(grid, block, args, shared_mem=shared)
+            else:
+                k(grid, block, args, shared_mem=shared)
+
+    def launch_plan(self, cand: Candidate, plan: Sequence[ResolvedLaunch], dev: Mapping[str, Any]) -> None:
+        """Enqueue every launch of the plan in order on the current stream; no synchronization."""
+        self.launch_bound(self.bind(cand, plan, dev))
+
+    def synchronize(self) -> None:
+        self.cp.cuda.Device(self.device_index).synchronize()
+
+    def context_error(self) -> str:
+        """"" while the CUDA context still works; else why not.
+
+        Why: after an illegal address or a trap, CUDA's error is sticky: every
+        later call in this process fails, so every later candidate would
+        "fail the gate" and every wrong variant would look rejected. A tiny
+        memset and a device synchronize tell a live context from a dead one.
+        """
+        try:
+            probe = self.cp.empty(16, dtype=self.cp.uint8)
+            probe.data.memset_async(0, 16)
+            self.cp.cuda.runtime.deviceSynchronize()
+            del probe
+        except Exception as exc:
+            return f"the CUDA context is unusable ({type(exc).__name__}: {exc}); only a new process can use the GPU again"
+        return ""
+
+    def run(self, fam: Family, cand: Candidate, shape: Mapping[str, Number], buffers: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """plugins.gate.check.Executor: host buffers in, every buffer back on the host."""
+        self.compile(cand)
+        plan = fam.resolve(cand, shape, self.sm_count)
+        dev = self.to_device(buffers)
+        self.launch_plan(cand, plan, dev)
+        self.synchronize()
+        out = {k: self.cp.asnumpy(v) for k, v in dev.items()}
+        del dev
+        return out
+
+    def free(self) -> None:
+        """Give pooled device memory back between families."""
+        self.synchronize()
+        self.cp.get_default_memory_pool().free_all_blocks()

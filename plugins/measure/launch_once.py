@@ -1,0 +1,60 @@
+"""Run a family's starting launch plan exactly once, for Nsight Compute to profile.
+
+Why its own entry point: ncu profiles a whole process, so this process does
+nothing else on the GPU that could match the kernel filter: inputs arrive by
+host-to-device copies, outputs are filled by memset, and the only kernels
+launched are the plan's own, once each, in order.
+
+    python -m plugins.measure.launch_once <family> [--families-root families] [--seed N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+from plugins.measure.capture import LAUNCH_SEED
+from plugins.gate.check import host_buffers
+from plugins.family.manifest import FamilyError, load_family
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m plugins.measure.launch_once", description=__doc__.splitlines()[0])
+    ap.add_argument("family")
+    ap.add_argument("--families-root", default="families")
+    ap.add_argument("--seed", type=int, default=LAUNCH_SEED)
+    args = ap.parse_args(argv)
+    try:
+        fam = load_family(Path(args.families_root) / args.family)
+    except FamilyError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 2
+
+    from plugins.measure.device import CupyExecutor, DeviceUnavailable
+
+    try:
+        ex = CupyExecutor()
+    except DeviceUnavailable as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 3
+    shape = fam.shapes("timing")[0]
+    ex.compile(fam.start)  # before any launch, so compile errors never reach the profiler
+    dev = {name: ex.cp.asarray(arr) for name, arr in host_buffers(fam, shape, args.seed).items()}
+    for name in fam.start.zero_before:  # a memset, not ndarray.fill: fill would launch (and compile) a CuPy kernel
+        dev[name].data.memset_async(0, dev[name].nbytes)
+    ex.synchronize()
+    plan = fam.resolve(fam.start, shape, ex.sm_count)
+    ex.launch_plan(fam.start, plan, dev)
+    ex.synchronize()
+    sys.stdout.write(json.dumps({
+        "family": fam.name, "seed": args.seed, "sizes": dict(shape),
+        "launches": [{"kernel": launch.kernel, "grid": launch.grid, "block": launch.block,
+                      "shared_bytes": launch.shared_bytes, "cooperative": launch.cooperative} for launch in plan],
+    }) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

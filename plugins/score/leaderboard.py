@@ -1,0 +1,165 @@
+"""Leaderboard: merge junit score sheets (models x passes) into one table and one chart.
+
+Why junit: it is the score sheet every run already writes (also under xdist),
+one testcase per item with its properties, so merging runs needs no other
+state. Usage: python -m plugins.score.leaderboard reports/**/*.xml --out reports/leaderboard
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import io
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from plugins.atomicio import write_bytes_atomic, write_text_atomic
+from plugins.score.report import mean_row, score_headers, score_row, table_lines, unmeasured_banner
+from plugins.score.tally import CONDITIONS, Record, Score, score_by_pass
+
+REQUIRED = ("model", "item", "family", "condition", "order", "pass", "expected", "outcome", "key", "key_measured")
+
+
+class LeaderboardError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One model's runs (one mode, one key): a Score per pass."""
+
+    model: str
+    mode: str
+    key: str
+    scores: tuple[Score, ...]
+
+    @property
+    def label(self) -> str:
+        return self.model + (" (two-step)" if self.mode == "two-step" else "")
+
+
+def read_junit(path: Path) -> list[tuple[dict, Record]]:
+    """(properties, record) for every scored testcase in one junit file; other testcases are skipped."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise LeaderboardError(f"{path}: not a readable junit XML file ({exc})") from None
+    out = []
+    for tc in root.iter("testcase"):
+        props = {p.get("name"): p.get("value", "") for p in tc.iter("property")}
+        if "outcome" not in props or "model" not in props:
+            continue  # not an item test
+        missing = [k for k in REQUIRED if k not in props]
+        if missing:
+            raise LeaderboardError(f"{path}: testcase {tc.get('name')!r} lacks propert(ies) {', '.join(missing)}; "
+                                   "fix: rerun it with this version of SparkTrace")
+        try:
+            out.append((props, Record(
+                item=props["item"], family=props["family"], condition=props["condition"], order=props["order"],
+                pass_index=int(props["pass"]), expected=props["expected"], chosen=props.get("chosen") or None,
+                strict=props.get("strict") or None, outcome=props["outcome"],
+                key_measured=props["key_measured"] == "true", key=props["key"],
+            )))
+        except ValueError as exc:
+            raise LeaderboardError(f"{path}: testcase {tc.get('name')!r}: {exc}") from None
+    return out
+
+
+def collect(paths: Sequence[Path]) -> list[Entry]:
+    """Group by model, mode and key; the same item-pass twice must agree (a rerun's copy), else it is an error."""
+    groups: dict[tuple[str, str, str], dict[tuple[int, str], tuple[Record, Path]]] = {}
+    for path in paths:
+        for props, rec in read_junit(path):
+            g = groups.setdefault((props["model"], props.get("mode", "one-step"), rec.key), {})
+            k = (rec.pass_index, rec.item)
+            if k in g and g[k][0] != rec:
+                raise LeaderboardError(
+                    f"model {props['model']} pass {rec.pass_index} item {rec.item}: {g[k][1]} says "
+                    f"{g[k][0].outcome}/{g[k][0].chosen}, {path} says {rec.outcome}/{rec.chosen}; "
+                    "fix: pass only one of these runs (or give them different --passes)"
+                )
+            g[k] = (rec, path)
+    return [Entry(m, mode, key, score_by_pass(r for r, _ in g.values()))
+            for (m, mode, key), g in sorted(groups.items())]
+
+
+def leaderboard_lines(entries: Sequence[Entry]) -> Iterator[str]:
+    unmeasured = sorted({e.key for e in entries for s in e.scores if not s.key_measured})
+    if unmeasured:
+        yield unmeasured_banner(", ".join(unmeasured))
+        yield ""
+    yield "SparkTrace leaderboard: correct letters per condition; one row per model and pass, then the mean."
+    yield ""
+    scores = [s for e in entries for s in e.scores]
+    headers, dens = score_headers(scores, ("model", "key", "pass"))
+    body = []
+    for e in entries:
+        body += [score_row((e.label, e.key, str(s.pass_index)), s, dens) for s in e.scores]
+        if len(e.scores) > 1:
+            body.append(mean_row((e.label, e.key, "mean"), e.scores))
+    yield from table_lines(headers, body)
+
+
+def write_chart(entries: Sequence[Entry], path: Path) -> None:
+    """Grouped bars: fraction correct per condition (mean over passes), one bar per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(max(6.0, 1.2 * len(entries) + 4), 4.5))
+    ax = fig.add_subplot()
+    width = 0.8 / max(1, len(entries))
+    for i, e in enumerate(entries):
+        ys = []
+        for c in CONDITIONS:
+            cells = [s.conditions[c] for s in e.scores if s.conditions[c].n]
+            ys.append(sum(x.correct / x.n for x in cells) / len(cells) if cells else 0.0)
+        xs = [j + (i - (len(entries) - 1) / 2) * width for j in range(len(CONDITIONS))]
+        ax.bar(xs, ys, width, label=f"{e.label} [{e.key}]")
+    ax.set_xticks(range(len(CONDITIONS)), CONDITIONS)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("fraction correct (mean over passes)")
+    measured = all(s.key_measured for e in entries for s in e.scores)
+    ax.set_title("SparkTrace: score by condition" + ("" if measured else " (KEY NOT MEASURED: dry run)"))
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    write_bytes_atomic(path, buf.getvalue())
+
+
+def expand(patterns: Sequence[str]) -> list[Path]:
+    """Arguments as given, globbed here too (so `reports/**/*.xml` works without the shell's globstar)."""
+    out: list[Path] = []
+    for p in patterns:
+        hits = sorted(glob.glob(p, recursive=True)) if glob.has_magic(p) else [p]
+        if not hits:
+            raise LeaderboardError(f"{p}: matches no file")
+        out += [Path(h) for h in hits]
+    return list(dict.fromkeys(out))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m plugins.score.leaderboard", description=__doc__.splitlines()[0])
+    ap.add_argument("junit", nargs="+", help="junit XML files written by pytest --model ... --junitxml")
+    ap.add_argument("--out", required=True, type=Path, help="folder for leaderboard.md and leaderboard.png")
+    args = ap.parse_args(argv)
+    try:
+        entries = collect(expand(args.junit))
+    except LeaderboardError as exc:
+        ap.error(str(exc))
+    if not entries:
+        ap.error("no scored item in these files (were they written with --model and --junitxml?)")
+    lines = list(leaderboard_lines(entries))
+    md, png = args.out / "leaderboard.md", args.out / "leaderboard.png"
+    write_text_atomic(md, "\n".join(lines) + f"\n\n![score by condition]({png.name})\n")
+    write_chart(entries, png)
+    sys.stdout.write("\n".join(lines) + f"\n\nwritten: {md} and {png}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

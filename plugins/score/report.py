@@ -1,0 +1,175 @@
+"""The score table, as lines: one generator feeds the terminal and the files.
+
+Why a generator of lines (as syrupy's report does): the terminal reporter and
+score.md show exactly the same text, and nothing is formatted twice.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+from tabulate import tabulate
+
+from plugins.atomicio import write_text_atomic
+
+from plugins.score.tally import CONDITIONS, Cell, Interval, Score, score_json
+
+SCHEMA = "sparktrace.score/1"
+
+
+def unmeasured_banner(key: str) -> str:
+    return (
+        f"NOT A MEASURED SCORE: the answer key ({key}) was not measured on a GPU; these items use the family "
+        "author's intended winner (--key-intended), so this run only checks the pipeline."
+    )
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """One run of one model: a Score per pass, plus notes on families left out."""
+
+    model: str
+    key_gpu: str
+    mode: str  # "one-step" | "two-step"
+    scores: tuple[Score, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def key_measured(self) -> bool:
+        return all(s.key_measured for s in self.scores)
+
+
+def _den(cells: Sequence[Cell]) -> int | None:
+    ns = {c.n for c in cells}
+    return ns.pop() if len(ns) == 1 else None
+
+
+def _frac(c: Cell, den: int | None) -> str:
+    return str(c.correct) if den is not None else f"{c.correct}/{c.n}"
+
+
+def _signed(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+g}" if x else "0"
+
+
+def _iv(iv: Interval | None) -> str:
+    return "n/a" if iv is None else f"{iv.low:.2f}-{iv.high:.2f}"
+
+
+def score_headers(scores: Sequence[Score], label_headers: Sequence[str]) -> tuple[list[str], list[int | None]]:
+    """The seed's columns: labels, source/30, full/30, no-conflicts/30, total/90, full-source,
+    no-letter, omitted, strict total. A denominator shared by every row goes in the header."""
+    cols = [[s.conditions[c] for s in scores] for c in CONDITIONS] + [[s.total for s in scores]]
+    dens = [_den(col) for col in cols]
+    names = [*CONDITIONS, "total"]
+    strict = f"strict total/{dens[-1]}" if dens[-1] is not None else "strict total"
+    return [*label_headers, *(f"{n}/{d}" if d is not None else n for n, d in zip(names, dens)),
+            "full-source", "no-letter", "omitted", strict], dens
+
+
+def score_row(labels: Sequence[str], s: Score, dens: Sequence[int | None]) -> list[str]:
+    cells = [*(s.conditions[c] for c in CONDITIONS), s.total]
+    return [*labels, *(_frac(c, d) for c, d in zip(cells, dens)), _signed(s.full_minus_source),
+            str(s.total.no_letter), str(s.total.omitted),
+            str(s.total.strict_correct) if dens[-1] is not None else f"{s.total.strict_correct}/{s.total.n}"]
+
+
+def _mean_diff(xs: Sequence[int | None]) -> str:
+    return "n/a" if any(x is None for x in xs) else f"{sum(xs) / len(xs):+.1f}"  # type: ignore[arg-type]
+
+
+def mean_row(labels: Sequence[str], scores: Sequence[Score]) -> list[str]:
+    """Means over passes (one decimal: a mean of counts is not a count)."""
+    k = len(scores)
+
+    def m(xs: Iterable[float]) -> str:
+        return f"{sum(xs) / k:.1f}"
+
+    return [*labels, *(m(s.conditions[c].correct for s in scores) for c in CONDITIONS),
+            m(s.total.correct for s in scores), _mean_diff([s.full_minus_source for s in scores]),
+            m(s.total.no_letter for s in scores), m(s.total.omitted for s in scores),
+            m(s.total.strict_correct for s in scores)]
+
+
+def table_lines(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> Iterator[str]:
+    yield from tabulate(rows, headers=list(headers), tablefmt="github", disable_numparse=True).splitlines()
+
+
+def report_lines(rep: RunReport) -> Iterator[str]:
+    """Every line of the report, first line the warning when the key was not measured."""
+    if not rep.key_measured:
+        yield unmeasured_banner(rep.key_gpu)
+    yield (f"SparkTrace score: model {rep.model}, key {rep.key_gpu} "
+           f"({'measured' if rep.key_measured else 'NOT measured: intended winner'}), {rep.mode}, "
+           f"{len(rep.scores)} pass{'es' if len(rep.scores) > 1 else ''}")
+    yield ""
+    headers, dens = score_headers(rep.scores, ("model", "pass"))
+    body = [score_row((rep.model, str(s.pass_index)), s, dens) for s in rep.scores]
+    if len(rep.scores) > 1:
+        body.append(mean_row((rep.model, "mean"), rep.scores))
+    yield from table_lines(headers, body)
+    yield ""
+    yield "Wilson 95% intervals (fraction correct; omitted items excluded):"
+    yield ""
+    yield from table_lines(
+        ("pass", *CONDITIONS, "total", "strict total"),
+        [[str(s.pass_index), *(_iv(s.conditions[c].interval) for c in CONDITIONS), _iv(s.total.interval),
+          _iv(s.total.strict_interval)] for s in rep.scores],
+    )
+    yield ""
+    yield "Full vs source, paired by family and order (exact McNemar on the discordant pairs):"
+    yield ""
+    yield from table_lines(
+        ("pass", "pairs", "b: only source right", "c: only full right", "p (two-sided)"),
+        [[str(s.pass_index), str(s.paired.pairs), str(s.paired.b), str(s.paired.c), f"{s.paired.p:.4g}"]
+         for s in rep.scores],
+    )
+    for s in rep.scores:
+        yield ""
+        yield f"Per family, pass {s.pass_index} (correct out of the items scored):"
+        yield ""
+        yield from table_lines(
+            ("family", *CONDITIONS, "total", "95% interval", "no-letter", "omitted"),
+            [[f.family, *(f"{f.conditions[c].correct}/{f.conditions[c].n}" for c in CONDITIONS),
+              f"{f.total.correct}/{f.total.n}", _iv(f.total.interval), str(f.total.no_letter), str(f.total.omitted)]
+             for f in s.families],
+        )
+    if rep.notes:
+        yield ""
+        yield "Notes from the item builder:"
+        yield from (f"- {n}" for n in rep.notes)
+
+
+def no_items_lines(model: str, key: str, notes: Sequence[str], built: int) -> Iterator[str]:
+    """What to say when nothing was scored: why, and how to dry-run anyway."""
+    if built:
+        yield f"SparkTrace: no item of model {model} was scored in this run ({built} were built; none ran)."
+        return
+    yield f"SparkTrace: no item could be built on key {key}, so model {model} was not scored."
+    yield ""
+    # The table's shape with nothing in it: zero denominators, never zero scores.
+    yield from table_lines(
+        ("model", *(f"{c}/0" for c in CONDITIONS), "total/0", "full-source", "no-letter", "omitted"),
+        [[model, *("-" for _ in CONDITIONS), "-", "n/a", "-", "-"]],
+    )
+    yield ""
+    yield from (f"- {n}" for n in notes) if notes else iter(["- the item builder gave no reason (is families/ empty?)"])
+    yield ("Measure the families on a GPU (pytest -m measure), pick a measured key with --key GPU, or pass "
+           "--key-intended for a dry run on each family's intended winner (not a score).")
+
+
+
+def report_json(rep: RunReport) -> dict:
+    head = {"warning": unmeasured_banner(rep.key_gpu)} if not rep.key_measured else {}
+    return {**head, "schema": SCHEMA, "model": rep.model, "key": rep.key_gpu, "key_measured": rep.key_measured,
+            "mode": rep.mode, "notes": list(rep.notes), "passes": [score_json(s) for s in rep.scores]}
+
+
+def write_report(rep: RunReport, run_dir: Path) -> tuple[Path, Path]:
+    """`score.md` and `score.json` in the run folder, each replaced atomically."""
+    md, js = Path(run_dir, "score.md"), Path(run_dir, "score.json")
+    write_text_atomic(md, "\n".join(report_lines(rep)) + "\n")
+    write_text_atomic(js, json.dumps(report_json(rep), indent=1) + "\n")
+    return md, js

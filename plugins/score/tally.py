@@ -1,0 +1,226 @@
+"""Score: per-item records in, counts, intervals and a paired test out.
+
+Why pure functions: the end-of-run table, score.json and the leaderboard all
+compute the same numbers from records read off disk (transcripts or junit), so
+the arithmetic lives in one place and is tested against hand-computed cases.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Iterable, Mapping
+
+from plugins.items.options import CONDITIONS
+OUTCOMES = ("correct", "wrong", "no-letter", "omitted")
+# Two-sided 95%: the normal quantile at 0.975.
+Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class Record:
+    """One scored item in one pass, whatever it was read from."""
+
+    item: str
+    family: str
+    condition: str
+    order: str
+    pass_index: int
+    expected: str
+    chosen: str | None
+    strict: str | None  # what a plain `Answer: X` regex read
+    outcome: str  # one of OUTCOMES
+    key_measured: bool = True
+    key: str = ""  # whose measurements are the answer key (GPU slug)
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"record {self.item}: outcome {self.outcome!r} is not one of {OUTCOMES}")
+        if self.condition not in CONDITIONS:
+            raise ValueError(f"record {self.item}: condition {self.condition!r} is not one of {CONDITIONS}")
+
+
+def outcome_of(expected: str, chosen: str | None) -> str:
+    """The outcome of a turn that came back: no letter is a miss, never omitted."""
+    if chosen is None:
+        return "no-letter"
+    return "correct" if chosen == expected else "wrong"
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float
+    high: float
+
+
+def wilson(correct: int, n: int, z: float = Z95) -> Interval | None:
+    """Wilson score interval; None when nothing was scored (n = 0)."""
+    if n < 0 or correct < 0 or correct > n:
+        raise ValueError(f"wilson: need 0 <= correct <= n, got {correct}/{n}")
+    if n == 0:
+        return None
+    p = correct / n
+    z2 = z * z
+    denom = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    # Clamp float dust so 0/n and n/n give exactly 0 and 1 on their closed side.
+    low = 0.0 if correct == 0 else max(0.0, centre - half)
+    high = 1.0 if correct == n else min(1.0, centre + half)
+    return Interval(low, high)
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar (binomial sign test on the b + c discordant pairs)."""
+    if b < 0 or c < 0:
+        raise ValueError(f"mcnemar: discordant counts must be >= 0, got b={b}, c={c}")
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    return float(min(Fraction(1), 2 * Fraction(tail, 2**n)))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the table: correct out of the items that came back."""
+
+    correct: int
+    n: int  # denominator: items scored, omitted excluded
+    no_letter: int
+    omitted: int
+    strict_correct: int
+
+    @property
+    def interval(self) -> Interval | None:
+        return wilson(self.correct, self.n)
+
+    @property
+    def strict_interval(self) -> Interval | None:
+        return wilson(self.strict_correct, self.n)
+
+
+def cell(records: Iterable[Record]) -> Cell:
+    rs = list(records)
+    scored = [r for r in rs if r.outcome != "omitted"]
+    return Cell(
+        correct=sum(r.outcome == "correct" for r in scored),
+        n=len(scored),
+        no_letter=sum(r.outcome == "no-letter" for r in scored),
+        omitted=len(rs) - len(scored),
+        strict_correct=sum(r.strict is not None and r.strict == r.expected for r in scored),
+    )
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Full vs source paired by family+order: b = only source right, c = only full right."""
+
+    pairs: int
+    b: int
+    c: int
+    p: float
+
+
+def paired_full_vs_source(records: Iterable[Record]) -> Paired:
+    by_key: dict[tuple[str, str], dict[str, Record]] = {}
+    for r in records:
+        if r.condition in ("source", "full") and r.outcome != "omitted":
+            by_key.setdefault((r.family, r.order), {})[r.condition] = r
+    b = c = pairs = 0
+    for pair in by_key.values():
+        if len(pair) != 2:
+            continue
+        pairs += 1
+        s, f = pair["source"].outcome == "correct", pair["full"].outcome == "correct"
+        b += s and not f
+        c += f and not s
+    return Paired(pairs=pairs, b=b, c=c, p=mcnemar_exact(b, c))
+
+
+@dataclass(frozen=True)
+class FamilyScore:
+    family: str
+    conditions: Mapping[str, Cell]
+    total: Cell
+
+
+@dataclass(frozen=True)
+class Score:
+    """Everything the report shows for one pass."""
+
+    pass_index: int
+    conditions: Mapping[str, Cell]
+    total: Cell
+    full_minus_source: int | None  # None when either condition has nothing scored
+    paired: Paired
+    families: tuple[FamilyScore, ...]
+    key_measured: bool
+
+
+def score_pass(records: Iterable[Record]) -> Score:
+    """Score the records of one pass (raises if they mix passes or repeat an item)."""
+    rs = list(records)
+    passes = {r.pass_index for r in rs}
+    if len(passes) > 1:
+        raise ValueError(f"score_pass: records mix passes {sorted(passes)}; use score_by_pass")
+    seen: set[str] = set()
+    for r in rs:
+        if r.item in seen:
+            raise ValueError(f"score_pass: item {r.item} appears twice in pass {r.pass_index}")
+        seen.add(r.item)
+    conds = {c: cell(r for r in rs if r.condition == c) for c in CONDITIONS}
+    families = []
+    for fam in sorted({r.family for r in rs}):
+        fr = [r for r in rs if r.family == fam]
+        families.append(
+            FamilyScore(fam, {c: cell(r for r in fr if r.condition == c) for c in CONDITIONS}, cell(fr))
+        )
+    return Score(
+        pass_index=passes.pop() if passes else 1,
+        conditions=conds,
+        total=cell(rs),
+        full_minus_source=(conds["full"].correct - conds["source"].correct
+                           if conds["full"].n and conds["source"].n else None),
+        paired=paired_full_vs_source(rs),
+        families=tuple(families),
+        key_measured=all(r.key_measured for r in rs),
+    )
+
+
+def score_by_pass(records: Iterable[Record]) -> tuple[Score, ...]:
+    groups: dict[int, list[Record]] = {}
+    for r in records:
+        groups.setdefault(r.pass_index, []).append(r)
+    return tuple(score_pass(groups[k]) for k in sorted(groups))
+
+
+def cell_json(c: Cell) -> dict:
+    iv, siv = c.interval, c.strict_interval
+    return {
+        "correct": c.correct,
+        "n": c.n,
+        "no_letter": c.no_letter,
+        "omitted": c.omitted,
+        "strict_correct": c.strict_correct,
+        "wilson95_low": iv.low if iv else None,
+        "wilson95_high": iv.high if iv else None,
+        "strict_wilson95_low": siv.low if siv else None,
+        "strict_wilson95_high": siv.high if siv else None,
+    }
+
+
+def score_json(s: Score) -> dict:
+    return {
+        "pass": s.pass_index,
+        "key_measured": s.key_measured,
+        "conditions": {c: cell_json(v) for c, v in s.conditions.items()},
+        "total": cell_json(s.total),
+        "full_minus_source": s.full_minus_source,
+        "paired_full_vs_source": {"pairs": s.paired.pairs, "b_source_only": s.paired.b,
+                                  "c_full_only": s.paired.c, "p_exact_mcnemar": s.paired.p},
+        "families": {
+            f.family: {"total": cell_json(f.total), **{c: cell_json(v) for c, v in f.conditions.items()}}
+            for f in s.families
+        },
+    }

@@ -1,0 +1,28 @@
+"""Benchmarks of the CPU stages (pytest-benchmark, not timed tests): the NVRTC
+compile of every candidate for every target, and family discovery/validation."""
+from __future__ import annotations
+
+import pytest
+
+from plugins.family.catalog import Catalog
+from plugins.family.compile import ARCHS, compile_source
+
+
+def test_bench_compile_all_candidates(benchmark, catalog):
+    jobs = [(c.source, a, c.path.name) for f in catalog.families for c in f.all_candidates for a in ARCHS]
+    if not jobs:
+        pytest.skip("no valid family to compile")
+    uncached = compile_source.__wrapped__  # bypass the in-process cache: time real compiles
+
+    def compile_all() -> int:
+        return sum(uncached(*job).ok for job in jobs)
+
+    ok = benchmark.pedantic(compile_all, rounds=1, iterations=1)
+    benchmark.extra_info.update(compiles=len(jobs), families=len(catalog.families))
+    assert ok == len(jobs)
+
+
+def test_bench_collect_families(benchmark, catalog):
+    found = benchmark.pedantic(Catalog.load, args=(catalog.root,), rounds=3, iterations=1)
+    benchmark.extra_info.update(directories=len(found.found))
+    assert len(found.found) == len(catalog.found)

@@ -1,0 +1,124 @@
+"""CPU checks of every family directory: manifest, NVRTC compile for three GPUs,
+ptxas resources, the reference against an independent formulation."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from plugins.family.compile import ARCHS, compile_source, ptx_entry_params
+from plugins.family.cuda_source import CTYPE_DTYPES
+
+PARAM_BYTES = {"float": 4, "double": 8, "int": 4, "unsigned": 4, "unsigned int": 4, "uint32_t": 4,
+               "long long": 8, "long long int": 8, "unsigned long long": 8, "unsigned long long int": 8,
+               "unsigned char": 1, "uint8_t": 1}
+
+
+def test_family_is_valid(discovered):
+    """One clear error per malformed family, never a traceback."""
+    if discovered.error is not None:
+        pytest.fail(str(discovered.error), pytrace=False)
+    assert discovered.family.name == discovered.name
+
+
+def test_compiles(compile_case, record_property):
+    fam, cand, arch = compile_case
+    res = compile_source(cand.source, arch, cand.path.name)
+    if not res.ok:
+        pytest.fail(f"{cand.path} does not compile for {arch} with NVRTC:\n{res.log}", pytrace=False)
+    compiled = {r.kernel for r in res.resources}
+    assert compiled == set(cand.signatures), f"{cand.path}: ptxas compiled {sorted(compiled)}, the source declares {sorted(cand.signatures)}"
+    record_property("ptxas_resources", json.dumps({
+        f"{fam.name}/{cand.id}/{arch}/{r.kernel}": {
+            "registers": r.registers, "shared_bytes": r.shared_bytes, "stack_bytes": r.stack_bytes,
+            "spill_store_bytes": r.spill_store_bytes, "spill_load_bytes": r.spill_load_bytes,
+        } for r in res.resources
+    }))
+    problems = res.problems()
+    if problems:
+        pytest.fail(f"{cand.path}: " + "; ".join(problems), pytrace=False)
+
+
+def test_entry_points_match_manifest(candidate):
+    """The compiler's own parameter list agrees with the manifest's argument lists."""
+    fam, cand = candidate
+    emitted = ptx_entry_params(cand.source, cand.path.name)
+    for launch in cand.launches:
+        sig = cand.signatures[launch.kernel]
+        assert launch.kernel in emitted, f"{cand.path}: NVRTC emitted no entry {launch.kernel}"
+        want = tuple(8 if p.pointer else PARAM_BYTES[p.ctype] for p in sig.params)
+        assert emitted[launch.kernel] == want, f"{cand.path}:{launch.kernel}: PTX params {emitted[launch.kernel]} vs source {want}"
+        assert len(launch.args) == len(sig.params)
+
+
+def _inputs(fam, shape, seed):
+    ref = fam.reference_module()
+    inputs = ref.make_inputs(np.random.default_rng(seed), dict(shape))
+    counts = fam.buffer_counts(shape)
+    declared = {b.name for b in fam.buffers if b.role == "input"}
+    assert set(inputs) == declared, f"{fam.name}: make_inputs returns {sorted(inputs)}, manifest inputs are {sorted(declared)}"
+    for name, arr in inputs.items():
+        b = fam.buffer(name)
+        assert np.asarray(arr).dtype == np.dtype(b.dtype), f"{fam.name}: make_inputs gives {name} as {np.asarray(arr).dtype}, manifest says {b.dtype}"
+        assert np.asarray(arr).size == counts[name], f"{fam.name}: {name} has {np.asarray(arr).size} elements, manifest count is {counts[name]}"
+    return ref, inputs
+
+
+def test_reference_matches_naive(family):
+    """The vectorised reference agrees with the plain-loop formulation on tiny shapes."""
+    for shape in family.shapes("tiny"):
+        for seed in (11, 12):
+            ref, inputs = _inputs(family, shape, seed)
+            want = ref.naive(inputs, dict(shape))
+            got = ref.reference(inputs, dict(shape))
+            for b in family.outputs:
+                g, w = np.asarray(got[b.name]).reshape(-1), np.asarray(want[b.name]).reshape(-1)
+                assert g.size == family.buffer_counts(shape)[b.name], f"{family.name}: reference {b.name} has {g.size} elements"
+                assert np.any(w != 0), f"{family.name}: the naive {b.name} is all zeros for {shape}; inputs are degenerate"
+                if np.issubdtype(g.dtype, np.integer):
+                    np.testing.assert_array_equal(g, w, err_msg=f"{family.name}/{b.name} {shape}")
+                else:
+                    np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12, err_msg=f"{family.name}/{b.name} {shape}")
+
+
+def test_gate_shapes_give_nondegenerate_references(family):
+    """A reference that is all zeros would let an unwritten output pass."""
+    for shape in family.shapes("gate"):
+        ref, inputs = _inputs(family, shape, 5)
+        out = ref.reference(inputs, dict(shape))
+        for b in family.outputs:
+            assert np.any(np.asarray(out[b.name]) != 0), f"{family.name}: reference {b.name} is all zeros at {shape}"
+            if b.tolerance.kind == "scaled":
+                scale = ref.error_scale(inputs, dict(shape))[b.name]
+                assert np.all(np.asarray(scale) > 0), f"{family.name}: error_scale for {b.name} has zeros"
+
+
+def test_scalar_ctypes_known(candidate):
+    _, cand = candidate
+    for sig in cand.signatures.values():
+        for p in sig.params:
+            assert p.ctype in CTYPE_DTYPES
+
+
+def test_all_targets_listed():
+    assert ARCHS == ("sm_90", "sm_100", "sm_121")
+
+
+# Sizing rules from the foundation issue, checked from the manifests alone:
+# memory-bound data several times the L2 (about 60 MB on an H200, so at least
+# 4x), and no family needing more than a few GB of device memory.
+L2_BYTES_H200 = 60 * 2**20
+MAX_FAMILY_BYTES = 2 * 2**30
+
+
+def test_timing_size_is_sized_for_the_gpu(family):
+    import numpy as np
+
+    shape = family.shapes("timing")[0]
+    counts = family.buffer_counts(shape)
+    nbytes = {b.name: counts[b.name] * np.dtype(b.dtype).itemsize for b in family.buffers}
+    assert sum(nbytes.values()) <= MAX_FAMILY_BYTES, f"{family.name}: {sum(nbytes.values()) / 2**30:.2f} GiB of buffers at the timing size"
+    if family.bound == "memory":
+        moved = sum(v for k, v in nbytes.items() if family.buffer(k).role != "scratch")
+        assert moved >= 4 * L2_BYTES_H200, f"{family.name}: only {moved / 2**20:.0f} MiB of inputs and outputs, under 4x the L2"

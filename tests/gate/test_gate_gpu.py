@@ -1,0 +1,29 @@
+"""The correctness gate on a GPU: every candidate through CuPy on fresh seeds.
+
+Starting kernels and rewrites must pass; every deliberately wrong variant must
+be rejected, with its reason. Skips, with the reason, without a CUDA device.
+"""
+from __future__ import annotations
+
+import pytest
+
+from plugins.gate.check import fresh_seeds, gate_candidate
+
+pytestmark = pytest.mark.gpu
+
+
+def test_gate_gpu(candidate, cupy_executor, record_property):
+    fam, cand = candidate
+    result = gate_candidate(fam, cand, cupy_executor, fresh_seeds())
+    record_property("gate_seeds", ",".join(map(str, result.seeds)))
+    record_property("gate_reason", result.reason)
+    if not result.passed and (lost := cupy_executor.context_error()):
+        # A sticky CUDA error: every later verdict in this process would be a lie.
+        pytest.exit(f"{cand.path} left the CUDA context unusable ({result.reason}): {lost}; "
+                    "rerun the remaining candidates in a new process", returncode=1)
+    if cand.role == "wrong":
+        if result.passed:
+            pytest.fail(f"{cand.path}: the deliberately wrong variant passed the GPU gate (seeds {result.seeds}); its defect: {cand.text}", pytrace=False)
+        assert result.reason, "a rejection always carries its reason"
+    elif not result.passed:
+        pytest.fail(f"{cand.path} failed the GPU gate: {result.reason}", pytrace=False)

@@ -1,0 +1,84 @@
+"""Leaderboard from junit sheets written by real pytester runs of the baselines (no typed-in scores)."""
+import shutil
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from plugins.score.leaderboard import LeaderboardError, collect, expand, leaderboard_lines, main
+
+
+ROOT = Path(__file__).resolve().parents[2]
+ITEMS = Path(__file__).parents[1] / "fixtures" / "scoring" / "synthetic_items.jsonl"  # SYNTHETIC FIXTURE
+
+
+@pytest.fixture
+def sheets(project):
+    """Junit files of `--model always-a` and `--model random --passes 2` on the synthetic items."""
+    pytester = project
+    shutil.copy(ROOT / "tests" / "score" / "test_items_model.py", pytester.path / "tests")
+    shutil.copy(ITEMS, pytester.path / "items.jsonl")
+    runs = {}
+    for model, extra in (("always-a", ()), ("random", ("--passes", "2"))):
+        r = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--model", model, "--items", "items.jsonl",
+                                          "--junitxml", f"sheets/{model}.xml", *extra, timeout=180)
+        assert r.ret == 1, r.stdout.str()  # some letters are wrong: tests fail, the sheet is written
+        runs[model] = r
+    return pytester, runs
+
+
+def rows(lines, model):
+    return [[c.strip() for c in l.split("|")[1:-1]] for l in lines if l.startswith(f"| {model} ")]
+
+
+def test_leaderboard_merges_runs_and_matches_each_run_table(sheets, tmp_path):
+    pytester, runs = sheets
+    out = tmp_path / "board"
+    r = pytester.run(sys.executable, "-m", "plugins.score.leaderboard", str(pytester.path / "sheets" / "*.xml"),
+                     "--out", str(out))
+    assert r.ret == 0, r.stderr.str()
+    md = (out / "leaderboard.md").read_text().splitlines()
+    # every per-run row of the end-of-run tables reappears (model, key, pass, then the same cells)
+    for model in ("always-a", "random"):
+        run_rows = rows(runs[model].outlines, model)
+        board_rows = rows(md, model)
+        assert [b[:1] + b[2:] for b in board_rows] == run_rows
+        assert all(b[1] == "synthetic-fixture" for b in board_rows)
+    assert [b[2] for b in rows(md, "random")] == ["1", "2", "mean"]
+    assert len(rows(md, "always-a")) == 1  # one pass: no mean row
+    assert md[-1] == "![score by condition](leaderboard.png)"
+    assert r.outlines[: len(md) - 2] == md[:-2]  # stdout shows the same table as the file
+    png = (out / "leaderboard.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
+
+    # the same item-pass with two different answers is refused, naming both files
+    src = pytester.path / "sheets" / "always-a.xml"
+    tree = ET.parse(src)
+    tc = next(tree.getroot().iter("testcase"))
+    for p in tc.iter("property"):
+        if p.get("name") == "chosen":
+            p.set("value", "D" if p.get("value") != "D" else "B")
+        if p.get("name") == "outcome":
+            p.set("value", "wrong" if p.get("value") == "correct" else "correct")
+    tree.write(tmp_path / "edited.xml")  # a derived input: one answer flipped
+    with pytest.raises(LeaderboardError, match="pass only one of these runs"):
+        collect([src, tmp_path / "edited.xml"])
+    # the same sheet twice is the same run: no conflict, no double counting
+    once, twice = collect([src]), collect([src, src])
+    assert list(leaderboard_lines(once)) == list(leaderboard_lines(twice))
+
+
+def test_bad_inputs_name_the_file(tmp_path, capsys):
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<testsuites><testsuite>")
+    with pytest.raises(SystemExit):
+        main([str(bad), "--out", str(tmp_path / "o")])
+    assert "bad.xml: not a readable junit XML file" in capsys.readouterr().err
+    with pytest.raises(LeaderboardError, match="matches no file"):
+        expand([str(tmp_path / "none" / "*.xml")])
+    empty = tmp_path / "empty.xml"
+    empty.write_text('<testsuites><testsuite><testcase name="t"/></testsuite></testsuites>')
+    with pytest.raises(SystemExit):
+        main([str(empty), "--out", str(tmp_path / "o")])
+    assert "no scored item" in capsys.readouterr().err

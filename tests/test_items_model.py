@@ -1,9 +1,0 @@
-"""One test per item and pass, generated only by `pytest --model NAME` (see plugins/hooks_model.py)."""
-import pytest
-
-
-@pytest.mark.model
-def test_item(item_case, model_scorer):
-    result = model_scorer(item_case)
-    if result.outcome != "correct":
-        pytest.fail(result.explain(), pytrace=False)
