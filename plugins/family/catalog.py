@@ -21,8 +21,8 @@ class Catalog:
     found: tuple[Discovered, ...]
 
     @classmethod
-    def load(cls, root: Path) -> "Catalog":
-        return cls(Path(root), discover(root) if Path(root).is_dir() else ())
+    def load(cls, root: Path, sets: tuple[str, ...] | None = None) -> "Catalog":
+        return cls(Path(root), discover(root, sets) if Path(root).is_dir() else ())
 
     @property
     def families(self) -> tuple[Family, ...]:

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from plugins.family.catalog import Catalog, ResourceLog
+from plugins.family.manifest import DEFAULT_SET, SET_CHOICES, selected_sets
 
 CATALOG = pytest.StashKey[Catalog]()
 
@@ -13,11 +14,14 @@ CATALOG = pytest.StashKey[Catalog]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sparktrace families")
     group.addoption("--families-root", default="families", help="directory whose subdirectories are families (default: families)")
+    group.addoption("--set", dest="st_set", default=DEFAULT_SET, choices=SET_CHOICES,
+                    help=f"which family set every stage works on: {', '.join(SET_CHOICES)} (default: {DEFAULT_SET})")
     group.addoption("--resources-out", default="reports/resources.json", help="where ptxas resources of compiled candidates are merged")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[CATALOG] = Catalog.load(Path(config.rootpath, config.getoption("families_root")))
+    sets = selected_sets(config.getoption("st_set"))
+    config.stash[CATALOG] = Catalog.load(Path(config.rootpath, config.getoption("families_root")), sets)
     if not hasattr(config, "workerinput"):  # only the controller writes the merged file
         config.pluginmanager.register(ResourceLog(Path(config.rootpath, config.getoption("resources_out"))), "sparktrace-resources")
 

@@ -56,8 +56,14 @@ IDENT_LEAK_SEGMENTS = (
     "improved", "smart", "clever", "quick", "winner", "ref", "reference",
 )
 
+# Family sets: `classic` is the seed's fifteen, `hard` the set for frontier
+# models. A family says which it belongs to (`set = "hard"`); classic is the default.
+SETS = ("classic", "hard")
+SET_CHOICES = (*SETS, "all")
+DEFAULT_SET = "classic"
+
 TOP_FIELDS = {
-    "name", "computes", "bound", "constraints", "sizes", "params", "buffers",
+    "name", "set", "computes", "bound", "constraints", "sizes", "params", "buffers",
     "start", "rewrites", "wrong", "intended",
 }
 CANDIDATE_FIELDS = {"id", "file", "text", "defect", "launch", "zero_before"}
@@ -145,6 +151,7 @@ class Family:
     wrong: tuple[Candidate, ...]
     intended_winner: str
     intended_reasoning: str
+    set: str = DEFAULT_SET
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:
@@ -436,12 +443,15 @@ def load_family(fam_dir: Path) -> Family:
     except tomllib.TOMLDecodeError as exc:
         raise FamilyError(file, "", f"is not valid TOML: {exc}", "correct the syntax at that line") from None
 
-    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params"}, file, "")
+    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set"}, file, "")
     name = _expect(raw["name"], str, file, "name", "the family name")
     if name != fam_dir.name:
         raise FamilyError(file, "name", f"is {name!r} but the directory is {fam_dir.name!r}", "make them equal")
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
         raise FamilyError(file, "name", f"{name!r} is not lower snake case", "rename the family")
+    fam_set = _expect(raw.get("set", DEFAULT_SET), str, file, "set", "a set name")
+    if fam_set not in SETS:
+        raise FamilyError(file, "set", f"is {fam_set!r}", f"use one of {SETS}")
     computes = _expect(raw["computes"], str, file, "computes", "a sentence")
     bound = _expect(raw["bound"], str, file, "bound", "'memory' or 'compute'")
     if bound not in BOUNDS:
@@ -518,7 +528,7 @@ def load_family(fam_dir: Path) -> Family:
         name=name, path=fam_dir, computes=computes.strip(), bound=bound, constraints=constraints,
         timing=timing, gate=gate, tiny=tiny, params=dict(params), buffers=tuple(buffers),
         start=start, rewrites=rewrites, wrong=wrong,
-        intended_winner=intended["winner"], intended_reasoning=str(intended["reasoning"]).strip(),
+        intended_winner=intended["winner"], intended_reasoning=str(intended["reasoning"]).strip(), set=fam_set,
     )
 
     for kind in ("timing", "gate", "tiny"):
@@ -567,10 +577,32 @@ class Discovered:
     error: FamilyError | None
 
 
-def discover(root: Path) -> tuple[Discovered, ...]:
-    """Every directory under `root` that is not hidden, sorted by name."""
+def selected_sets(choice: str) -> tuple[str, ...]:
+    """`--set` as the sets it selects: one set by name, or `all`."""
+    if choice == "all":
+        return SETS
+    if choice not in SETS:
+        raise ValueError(f"--set {choice!r} is not a family set; use one of {SET_CHOICES}")
+    return (choice,)
+
+
+def _declared_set(fam_dir: Path) -> str | None:
+    """The `set` a family.toml names, read leniently: None when it cannot be read."""
+    try:
+        value = tomllib.loads((fam_dir / "family.toml").read_text()).get("set", DEFAULT_SET)
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def discover(root: Path, sets: tuple[str, ...] | None = None) -> tuple[Discovered, ...]:
+    """Every directory under `root` that is not hidden, sorted by name; with
+    `sets`, only the families of those sets. A family whose set cannot be read
+    is kept in every selection, so its error is never hidden."""
     found = []
     for d in sorted(p for p in Path(root).iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        if sets is not None and (declared := _declared_set(d)) is not None and declared in SETS and declared not in sets:
+            continue
         try:
             found.append(Discovered(d.name, d, load_family(d), None))
         except FamilyError as exc:

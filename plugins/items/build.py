@@ -16,15 +16,18 @@ from typing import Iterable, Sequence
 
 from plugins.atomicio import write_text_atomic
 from plugins.measure.keyfile import FamilyKey, KeyFileError, key_path, load_key
-from plugins.family.manifest import Family, discover
+from plugins.family.manifest import DEFAULT_SET, SET_CHOICES, Family, discover, selected_sets
 from plugins.items.options import CONDITIONS, DEFAULT_KEY, LETTERS, ORDERS, TASK_WORD
 from plugins.items.prompt import gpu_for, option_order, render_prompt
 from plugins.items.slip import load_slip, render_slip, slip_path
 
 
 
-def task_name(condition: str, order: str) -> str:
-    return f"kernel-compass-{TASK_WORD[condition]}-{order}"
+def task_name(condition: str, order: str, family_set: str = DEFAULT_SET) -> str:
+    """The seed's task names for the classic set; other sets add their name:
+    `kernel-compass-full-mirror`, `kernel-compass-hard-full-mirror`."""
+    middle = "" if family_set == DEFAULT_SET else f"{family_set}-"
+    return f"kernel-compass-{middle}{TASK_WORD[condition]}-{order}"
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class Item:
     answer: str  # the letter of the measured winner in this order
     runtimes_ms: dict  # letter -> measured time of that option (two-step mode only)
     key: KeyInfo
+    set: str = DEFAULT_SET  # the family set: classic or hard
 
     def letter_of(self, rewrite: str) -> str:
         for o in self.options:
@@ -131,12 +135,14 @@ def _measured_answer(fam: Family, fk: FamilyKey, key: str, where: str) -> tuple[
 
 
 def build_items(
-    families_root: Path, key: str, allow_intended: bool = False, slips_root: Path = Path("slips")
+    families_root: Path, key: str, allow_intended: bool = False, slips_root: Path = Path("slips"),
+    sets: tuple[str, ...] | None = (DEFAULT_SET,),
 ) -> tuple[list[Item], list[str]]:
     """Six items per family kept on `key`, plus one note per family (or
     condition) left out and why. Never invents a key: `allow_intended` is the
     explicit dry run on the authors' intended winners (KeyInfo.measured False,
     no runtimes). A relative `slips_root` is taken beside `families_root`.
+    `sets` selects the family sets (None: every set).
     """
     families_root = Path(families_root)
     repo = families_root.resolve().parent
@@ -146,7 +152,7 @@ def build_items(
         raise FileNotFoundError(f"{families_root}: no such directory; fix: pass the families/ directory")
     items: list[Item] = []
     notes: list[str] = [not_measured_banner(key)] if allow_intended else []
-    for d in discover(families_root):
+    for d in discover(families_root, sets):
         if d.family is None:
             notes.append(f"{d.name}: not a valid family, no items ({d.error})")
             continue
@@ -192,7 +198,7 @@ def build_items(
                 by_id = {o.rewrite: o.letter for o in options}
                 items.append(Item(
                     id=f"{fam.name}/{condition}/{order}",
-                    task=task_name(condition, order),
+                    task=task_name(condition, order, fam.set),
                     family=fam.name,
                     condition=condition,
                     order=order,
@@ -202,6 +208,7 @@ def build_items(
                     answer=by_id[winner],
                     runtimes_ms={o.letter: times[o.rewrite] for o in options} if times else {},
                     key=info,
+                    set=fam.set,
                 ))
     return items, notes
 
@@ -240,7 +247,8 @@ class SnapshotCases:
         return list(self.prompts), [it.id.replace("/", "-") for it in self.prompts]  # ids name files
 
     @classmethod
-    def load(cls, root: Path, key: str, families: str = "families", slips: str = "slips") -> "SnapshotCases":
+    def load(cls, root: Path, key: str, families: str = "families", slips: str = "slips",
+             sets: tuple[str, ...] | None = (DEFAULT_SET,)) -> "SnapshotCases":
         root = Path(root)
         found = [
             SlipCase(p.parent.name, p.stem, variant, p.relative_to(root).as_posix())
@@ -251,7 +259,7 @@ class SnapshotCases:
             found.append(SlipCase(key, skip=f"no slip captured on {key} yet: run the measure pass on a GPU"))
         try:
             # the dry-run key renders every prompt; prompts do not depend on the answer
-            items, _ = build_items(root / families, key, allow_intended=True, slips_root=root / slips)
+            items, _ = build_items(root / families, key, allow_intended=True, slips_root=root / slips, sets=sets)
         except (ValueError, OSError) as exc:
             return cls(key, tuple(found), (), f"cannot build the prompts on {key}: {exc}")
         return cls(key, tuple(found), tuple(items))
@@ -268,12 +276,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ex.add_argument("--key", default=DEFAULT_KEY, help=f"whose measurements are the answer key (default: {DEFAULT_KEY})")
     ex.add_argument("--out", type=Path, help="output JSONL (default: reports/items/<key>.jsonl)")
     ex.add_argument("--families", type=Path, default=Path("families"), help="families directory (default: families)")
+    ex.add_argument("--set", dest="family_set", default=DEFAULT_SET, choices=SET_CHOICES,
+                    help=f"which family set (default: {DEFAULT_SET})")
     ex.add_argument("--slips", type=Path, default=Path("slips"), help="slips directory (default: slips)")
     ex.add_argument("--key-intended", action="store_true",
                     help="dry run: use each family's intended winner as the key (NOT measured, not a score)")
     args = ap.parse_args(argv)
     out = args.out or Path("reports", "items", f"{args.key}.jsonl")
-    items, notes = build_items(args.families, args.key, allow_intended=args.key_intended, slips_root=args.slips)
+    items, notes = build_items(args.families, args.key, allow_intended=args.key_intended, slips_root=args.slips,
+                               sets=selected_sets(args.family_set))
     write_jsonl(items, out)
     fams = sorted({it.family for it in items})
     kind = "NOT MEASURED (intended winners, dry run)" if args.key_intended else "measured"

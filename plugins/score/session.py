@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
+from plugins.family.manifest import DEFAULT_SET, selected_sets
 from plugins.items.build import Item, build_items, read_jsonl
 from plugins.items.options import CONDITIONS, DEFAULT_KEY, LETTERS, ORDERS  # DEFAULT_KEY: --key overrides
 from plugins.score.modelapi import Completion, FatalModelError, GenerateConfig, Message, ModelAPI, OmittedError
@@ -89,6 +90,7 @@ class Options:
     run_dir: Path | None = None
     rootdir: Path = Path(".")
     families_root: Path = Path("families")  # plugins.family.hooks' --families-root when it is loaded
+    sets: tuple[str, ...] = (DEFAULT_SET,)  # plugins.family.hooks' --set, as the sets it selects
 
     @property
     def enabled(self) -> bool:
@@ -152,6 +154,7 @@ def options_from(getoption: Callable[..., Any], rootdir: Path) -> Options:
         refresh=bool(getoption("st_refresh")), two_step=bool(getoption("st_two_step")),
         run_dir=path(getoption("st_run_dir")), rootdir=Path(rootdir),
         families_root=Path(getoption("families_root", "families") or "families"),
+        sets=selected_sets(getoption("st_set", DEFAULT_SET) or DEFAULT_SET),
     )
 
 
@@ -270,7 +273,8 @@ def load_items(opts: Options) -> tuple[list[Item], list[str]]:
         check_items(items, str(path), opts)
         return items, []
     try:
-        items, notes = build_items(Path(opts.rootdir, opts.families_root), opts.key_gpu, allow_intended=opts.key_intended)
+        items, notes = build_items(Path(opts.rootdir, opts.families_root), opts.key_gpu, allow_intended=opts.key_intended,
+                                   sets=opts.sets)
     except (OSError, ValueError) as exc:  # a missing folder, a corrupt key file: the builder's own message
         raise ScoringConfigError(f"building items from {opts.families_root} on key {opts.key_gpu}: {exc}") from None
     check_items(items, f"{opts.families_root} on key {opts.key_gpu}", opts)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.family.manifest import FamilyError, discover, load_family
+from plugins.family.manifest import FamilyError, discover, load_family, selected_sets
 from plugins.family.plan import ExprError, evaluate
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "families" / "clamp_smem"
@@ -146,3 +146,24 @@ def test_expressions_cannot_run_code(expr):
 def test_leak_words_documented():
     readme = (Path(__file__).resolve().parents[2] / "families" / "README.md").read_text()
     assert re.search(r"word list", readme)
+
+
+def test_set_selection_filters_families_and_keeps_broken_ones(tmp_path):
+    """--set picks families by their `set` field; a family whose set cannot be read stays in every selection."""
+    for name, fam_set in (("clamp_smem", None), ("hard_one", "hard")):
+        d = tmp_path / name
+        shutil.copytree(EXAMPLE, d, ignore=shutil.ignore_patterns("measurements", "__pycache__"))
+        edit(d / "family.toml", 'name = "clamp_smem"', f'name = "{name}"' + (f'\nset = "{fam_set}"' if fam_set else ""))
+    broken = tmp_path / "zz_broken"
+    broken.mkdir()
+    (broken / "family.toml").write_text("not toml [")
+    names = lambda sets: [d.name for d in discover(tmp_path, sets)]
+    assert names(selected_sets("classic")) == ["clamp_smem", "zz_broken"]
+    assert names(selected_sets("hard")) == ["hard_one", "zz_broken"]
+    assert names(selected_sets("all")) == ["clamp_smem", "hard_one", "zz_broken"]
+    assert load_family(tmp_path / "hard_one").set == "hard" and load_family(tmp_path / "clamp_smem").set == "classic"
+    with pytest.raises(ValueError, match="--set 'easy'"):
+        selected_sets("easy")
+    edit(tmp_path / "hard_one" / "family.toml", 'set = "hard"', 'set = "medium"')
+    err = error_of(tmp_path / "hard_one")
+    assert err.field == "set" and "medium" in str(err)

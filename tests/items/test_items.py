@@ -183,7 +183,7 @@ def test_jsonl_round_trip(repo, tmp_path):
     assert read_jsonl(out) == items
     rec = json.loads(out.read_text().splitlines()[0])
     assert set(rec) == {"id", "task", "family", "condition", "order", "prompt", "prompt_sha256", "options",
-                        "answer", "runtimes_ms", "key"}
+                        "answer", "runtimes_ms", "key", "set"}
     assert rec["key"]["measured"] is True
     assert list(tmp_path.joinpath("out").iterdir()) == [out], "no temp file left behind"
 
@@ -231,3 +231,14 @@ def test_stale_slip_gives_source_items_only(repo):
     items, notes = build_items(repo / "families", "h200")
     assert [it.condition for it in items] == ["source", "source"]
     assert "slip for h200 is stale" in notes[0] and "['k0', 'k9']" in notes[0]
+
+
+def test_task_names_keep_the_seed_pattern_and_add_the_set(repo):
+    assert task_name("no-conflicts", "mirror") == "kernel-compass-ablated-mirror"
+    assert task_name("full", "mirror", "hard") == "kernel-compass-hard-full-mirror"
+    toml = repo / "families" / "synth_scale" / "family.toml"
+    toml.write_text(toml.read_text().replace('name = "synth_scale"', 'name = "synth_scale"\nset = "hard"'))
+    assert build_items(repo / "families", "h200")[0] == []  # the default selection is the classic set
+    items, _ = build_items(repo / "families", "h200", sets=("hard",))
+    assert {it.set for it in items} == {"hard"}
+    assert {it.task for it in items} == {task_name(c, o, "hard") for c in CONDITIONS for o in ORDERS}
