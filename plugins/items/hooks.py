@@ -10,7 +10,6 @@ import functools
 
 import pytest
 
-from plugins.family.manifest import DEFAULT_SET, selected_sets
 from plugins.items.build import DEFAULT_KEY, SnapshotCases
 
 CASES = pytest.StashKey[SnapshotCases]()
@@ -34,8 +33,9 @@ def _cases(config: pytest.Config) -> SnapshotCases:
     """Loaded on first use, so sessions without snapshot tests never render prompts."""
     if CASES not in config.stash:
         key = config.getoption("st_key", default=None) or DEFAULT_KEY
-        sets = selected_sets(config.getoption("st_set", default=DEFAULT_SET))
-        config.stash[CASES] = SnapshotCases.load(config.rootpath, key, config.getoption("families_root", default="families"), sets=sets)
+        # Every set, whatever --set says: a snapshot belongs to its family, and a
+        # set left out would read to syrupy as snapshots gone unused.
+        config.stash[CASES] = SnapshotCases.load(config.rootpath, key, config.getoption("families_root", default="families"), sets=None)
     return config.stash[CASES]
 
 
