@@ -1,7 +1,7 @@
 // One cooperative launch of min(4 * sm_count, tiles) 256-thread blocks;
 // block b owns a contiguous run of 2048-value tiles. Phase 1: each block
 // sums its run into part[b]. grid.sync(). Phase 2: block 0 turns part[] into
-// exclusive offsets. grid.sync(). Phase 3: each block scans its tiles in
+// exclusive offsets (warp 0, 32 sums per step). grid.sync(). Phase 3: each block scans its tiles in
 // order, carrying the running offset from one tile to the next.
 #include <cooperative_groups.h>
 
@@ -66,18 +66,17 @@ extern "C" __global__ void k0(const int* __restrict__ in, int* __restrict__ out,
     }
     g.sync();
 
-    if (blockIdx.x == 0) {
+    if (blockIdx.x == 0 && threadIdx.x < 32) {
         int carry = 0;
-        for (int c = 0; c < (int)gridDim.x; c += 2048) {
-            int v[8], o[8];
-#pragma unroll
-            for (int j = 0; j < 8; ++j) o[j] = v[j] = c + off + 32 * j < (int)gridDim.x ? part[c + off + 32 * j] : 0;
-            const int total = block_scan(v, tot);
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-                if (c + off + 32 * j < (int)gridDim.x) part[c + off + 32 * j] = carry + v[j] - o[j];
-            carry += total;
-            __syncthreads();
+        for (int c = 0; c < (int)gridDim.x; c += 32) {
+            const int v = c + lane < (int)gridDim.x ? part[c + lane] : 0;
+            int x = v;
+            for (int d = 1; d < 32; d <<= 1) {
+                const int y = __shfl_up_sync(0xffffffffu, x, d);
+                if (lane >= d) x += y;
+            }
+            if (c + lane < (int)gridDim.x) part[c + lane] = carry + x - v;
+            carry += __shfl_sync(0xffffffffu, x, 31);
         }
     }
     g.sync();
