@@ -1,12 +1,12 @@
-// The start's three launches with 4096-value tiles: each thread handles 16
-// values as four int4 loads and stores. Warp w owns the tile's values
-// [512w, 512w + 512) and lane l holds int4 number 32j + l of them for j < 4.
-// k1 is the start's single-block scan of the (now half as many) tile sums.
-static __device__ __forceinline__ int scan8(int (&v)[8], int lane)
+// The start's three launches and tiles; each thread moves its 16 values as
+// four int4 loads and stores. Warp w owns the tile's values [512w, 512w +
+// 512) and lane l holds int4 number 32j + l of them for j < 4 (four
+// consecutive values). k1 is the start's single-block scan of the tile sums.
+static __device__ __forceinline__ int scan16(int (&v)[16], int lane)
 {
     int carry = 0;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < 16; ++j) {
         int x = v[j];
 #pragma unroll
         for (int d = 1; d < 32; d <<= 1) {
@@ -19,12 +19,12 @@ static __device__ __forceinline__ int scan8(int (&v)[8], int lane)
     return carry;
 }
 
-// Inclusive scan of the 8 * blockDim.x values in v across the block; returns their total.
-static __device__ __forceinline__ int block_scan(int (&v)[8], int* tot)
+// Inclusive scan of the 16 * blockDim.x values in v across the block; returns their total.
+static __device__ __forceinline__ int block_scan(int (&v)[16], int* tot)
 {
     const int lane = threadIdx.x & 31;
     const int w = threadIdx.x >> 5;
-    const int s = scan8(v, lane);
+    const int s = scan16(v, lane);
     if (lane == 0) tot[w] = s;
     __syncthreads();
     int before = 0, all = 0;
@@ -33,11 +33,11 @@ static __device__ __forceinline__ int block_scan(int (&v)[8], int* tot)
         all += tot[k];
     }
 #pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] += before;
+    for (int j = 0; j < 16; ++j) v[j] += before;
     return all;
 }
 
-static __device__ __forceinline__ int scan16(int4 (&v)[4], int lane)
+static __device__ __forceinline__ int scan4x4(int4 (&v)[4], int lane)
 {
     int carry = 0;
 #pragma unroll
@@ -63,10 +63,10 @@ static __device__ __forceinline__ int scan16(int4 (&v)[4], int lane)
 
 extern "C" __global__ void k0(const int* __restrict__ in, int* __restrict__ sums, int n)
 {
-    __shared__ int tot[8];
+    __shared__ int tot[16];
     const int lane = threadIdx.x & 31;
     const int4* in4 = reinterpret_cast<const int4*>(in);
-    const int base = blockIdx.x * 1024 + (threadIdx.x >> 5) * 128 + lane;
+    const int base = blockIdx.x * 2048 + (threadIdx.x >> 5) * 128 + lane;
     int s = 0;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -80,25 +80,25 @@ extern "C" __global__ void k0(const int* __restrict__ in, int* __restrict__ sums
     __syncthreads();
     if (threadIdx.x == 0) {
         int a = 0;
-        for (int k = 0; k < 8; ++k) a += tot[k];
+        for (int k = 0; k < 16; ++k) a += tot[k];
         sums[blockIdx.x] = a;
     }
 }
 
 extern "C" __global__ void k1(int* __restrict__ sums, int n)
 {
-    __shared__ int tot[32];
+    __shared__ int tot[16];
     const int lane = threadIdx.x & 31;
-    const int nb = (n + 4095) / 4096;
+    const int nb = (n + 8191) / 8192;
     int carry = 0;
     for (int c = 0; c < nb; c += 8192) {
-        const int base = c + (threadIdx.x >> 5) * 256 + lane;
-        int v[8], o[8];
+        const int base = c + (threadIdx.x >> 5) * 512 + lane;
+        int v[16], o[16];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) o[j] = v[j] = base + 32 * j < nb ? sums[base + 32 * j] : 0;
+        for (int j = 0; j < 16; ++j) o[j] = v[j] = base + 32 * j < nb ? sums[base + 32 * j] : 0;
         const int total = block_scan(v, tot);
 #pragma unroll
-        for (int j = 0; j < 8; ++j)
+        for (int j = 0; j < 16; ++j)
             if (base + 32 * j < nb) sums[base + 32 * j] = carry + v[j] - o[j];
         carry += total;
         __syncthreads();
@@ -108,16 +108,16 @@ extern "C" __global__ void k1(int* __restrict__ sums, int n)
 extern "C" __global__ void k2(const int* __restrict__ in, const int* __restrict__ sums,
                               int* __restrict__ out, int n)
 {
-    __shared__ int tot[8];
+    __shared__ int tot[16];
     const int lane = threadIdx.x & 31;
     const int w = threadIdx.x >> 5;
     const int4* in4 = reinterpret_cast<const int4*>(in);
     int4* out4 = reinterpret_cast<int4*>(out);
-    const int base = blockIdx.x * 1024 + w * 128 + lane;
+    const int base = blockIdx.x * 2048 + w * 128 + lane;
     int4 v[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) v[j] = base + 32 * j < n / 4 ? in4[base + 32 * j] : make_int4(0, 0, 0, 0);
-    const int s = scan16(v, lane);
+    const int s = scan4x4(v, lane);
     if (lane == 0) tot[w] = s;
     __syncthreads();
     int off = sums[blockIdx.x];

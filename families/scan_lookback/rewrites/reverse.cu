@@ -1,11 +1,11 @@
 // The start's three launches; k2 visits the tiles last tile first (block b
 // scans tile gridDim.x - 1 - b), while k0 reduces them in index order, so
 // the tiles k0 read last are the first ones k2 reads again.
-static __device__ __forceinline__ int scan8(int (&v)[8], int lane)
+static __device__ __forceinline__ int scan16(int (&v)[16], int lane)
 {
     int carry = 0;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < 16; ++j) {
         int x = v[j];
 #pragma unroll
         for (int d = 1; d < 32; d <<= 1) {
@@ -18,12 +18,12 @@ static __device__ __forceinline__ int scan8(int (&v)[8], int lane)
     return carry;
 }
 
-// Inclusive scan of the 8 * blockDim.x values in v across the block; returns their total.
-static __device__ __forceinline__ int block_scan(int (&v)[8], int* tot)
+// Inclusive scan of the 16 * blockDim.x values in v across the block; returns their total.
+static __device__ __forceinline__ int block_scan(int (&v)[16], int* tot)
 {
     const int lane = threadIdx.x & 31;
     const int w = threadIdx.x >> 5;
-    const int s = scan8(v, lane);
+    const int s = scan16(v, lane);
     if (lane == 0) tot[w] = s;
     __syncthreads();
     int before = 0, all = 0;
@@ -32,42 +32,42 @@ static __device__ __forceinline__ int block_scan(int (&v)[8], int* tot)
         all += tot[k];
     }
 #pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] += before;
+    for (int j = 0; j < 16; ++j) v[j] += before;
     return all;
 }
 
 extern "C" __global__ void k0(const int* __restrict__ in, int* __restrict__ sums, int n)
 {
-    __shared__ int tot[8];
+    __shared__ int tot[16];
     const int lane = threadIdx.x & 31;
-    const int base = blockIdx.x * 2048 + (threadIdx.x >> 5) * 256 + lane;
+    const int base = blockIdx.x * 8192 + (threadIdx.x >> 5) * 512 + lane;
     int s = 0;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) s += base + 32 * j < n ? in[base + 32 * j] : 0;
+    for (int j = 0; j < 16; ++j) s += base + 32 * j < n ? in[base + 32 * j] : 0;
     s = __reduce_add_sync(0xffffffffu, s);
     if (lane == 0) tot[threadIdx.x >> 5] = s;
     __syncthreads();
     if (threadIdx.x == 0) {
         int a = 0;
-        for (int k = 0; k < 8; ++k) a += tot[k];
+        for (int k = 0; k < 16; ++k) a += tot[k];
         sums[blockIdx.x] = a;
     }
 }
 
 extern "C" __global__ void k1(int* __restrict__ sums, int n)
 {
-    __shared__ int tot[32];
+    __shared__ int tot[16];
     const int lane = threadIdx.x & 31;
-    const int nb = (n + 2047) / 2048;
+    const int nb = (n + 8191) / 8192;
     int carry = 0;
     for (int c = 0; c < nb; c += 8192) {
-        const int base = c + (threadIdx.x >> 5) * 256 + lane;
-        int v[8], o[8];
+        const int base = c + (threadIdx.x >> 5) * 512 + lane;
+        int v[16], o[16];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) o[j] = v[j] = base + 32 * j < nb ? sums[base + 32 * j] : 0;
+        for (int j = 0; j < 16; ++j) o[j] = v[j] = base + 32 * j < nb ? sums[base + 32 * j] : 0;
         const int total = block_scan(v, tot);
 #pragma unroll
-        for (int j = 0; j < 8; ++j)
+        for (int j = 0; j < 16; ++j)
             if (base + 32 * j < nb) sums[base + 32 * j] = carry + v[j] - o[j];
         carry += total;
         __syncthreads();
@@ -77,15 +77,15 @@ extern "C" __global__ void k1(int* __restrict__ sums, int n)
 extern "C" __global__ void k2(const int* __restrict__ in, const int* __restrict__ sums,
                               int* __restrict__ out, int n)
 {
-    __shared__ int tot[8];
+    __shared__ int tot[16];
     const int b = gridDim.x - 1 - blockIdx.x;
-    const int base = b * 2048 + (threadIdx.x >> 5) * 256 + (threadIdx.x & 31);
-    int v[8];
+    const int base = b * 8192 + (threadIdx.x >> 5) * 512 + (threadIdx.x & 31);
+    int v[16];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = base + 32 * j < n ? in[base + 32 * j] : 0;
+    for (int j = 0; j < 16; ++j) v[j] = base + 32 * j < n ? in[base + 32 * j] : 0;
     block_scan(v, tot);
     const int off = sums[b];
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
+    for (int j = 0; j < 16; ++j)
         if (base + 32 * j < n) out[base + 32 * j] = v[j] + off;
 }

@@ -1,10 +1,10 @@
 // Wrong on purpose: the look-back kernel writing the exclusive prefix sum
 // (each value's own input left out) instead of the inclusive one.
-static __device__ __forceinline__ int scan8(int (&v)[8], int lane)
+static __device__ __forceinline__ int scan16(int (&v)[16], int lane)
 {
     int carry = 0;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < 16; ++j) {
         int x = v[j];
 #pragma unroll
         for (int d = 1; d < 32; d <<= 1) {
@@ -17,12 +17,12 @@ static __device__ __forceinline__ int scan8(int (&v)[8], int lane)
     return carry;
 }
 
-// Inclusive scan of the 8 * blockDim.x values in v across the block; returns their total.
-static __device__ __forceinline__ int block_scan(int (&v)[8], int* tot)
+// Inclusive scan of the 16 * blockDim.x values in v across the block; returns their total.
+static __device__ __forceinline__ int block_scan(int (&v)[16], int* tot)
 {
     const int lane = threadIdx.x & 31;
     const int w = threadIdx.x >> 5;
-    const int s = scan8(v, lane);
+    const int s = scan16(v, lane);
     if (lane == 0) tot[w] = s;
     __syncthreads();
     int before = 0, all = 0;
@@ -31,24 +31,24 @@ static __device__ __forceinline__ int block_scan(int (&v)[8], int* tot)
         all += tot[k];
     }
 #pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] += before;
+    for (int j = 0; j < 16; ++j) v[j] += before;
     return all;
 }
 
 extern "C" __global__ void k0(const int* __restrict__ in, int* __restrict__ out,
                               unsigned long long* __restrict__ state, unsigned int* __restrict__ ticket, int n)
 {
-    __shared__ int tot[8];
+    __shared__ int tot[16];
     __shared__ int tile;
     __shared__ int prefix;
     const int lane = threadIdx.x & 31;
     if (threadIdx.x == 0) tile = (int)atomicAdd(ticket, 1u);
     __syncthreads();
     const int b = tile;
-    const int base = b * 2048 + (threadIdx.x >> 5) * 256 + lane;
-    int v[8], o[8];
+    const int base = b * 8192 + (threadIdx.x >> 5) * 512 + lane;
+    int v[16], o[16];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) o[j] = v[j] = base + 32 * j < n ? in[base + 32 * j] : 0;
+    for (int j = 0; j < 16; ++j) o[j] = v[j] = base + 32 * j < n ? in[base + 32 * j] : 0;
     const int total = block_scan(v, tot);
     if (threadIdx.x < 32) {
         volatile unsigned long long* st = state;
@@ -71,6 +71,6 @@ extern "C" __global__ void k0(const int* __restrict__ in, int* __restrict__ out,
     }
     __syncthreads();
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
+    for (int j = 0; j < 16; ++j)
         if (base + 32 * j < n) out[base + 32 * j] = v[j] - o[j] + prefix;
 }
