@@ -22,7 +22,19 @@ CTYPE_DTYPES: dict[str, str] = {
     "unsigned long long int": "uint64",
     "unsigned char": "uint8",
     "uint8_t": "uint8",
+    # low-precision element types: pointer parameters only (buffers of 1- and 2-byte values)
+    "__nv_bfloat16": "bfloat16",
+    "nv_bfloat16": "bfloat16",
+    "__half": "float16",
+    "half": "float16",
+    "__nv_fp8_e4m3": "float8_e4m3",
+    "__nv_fp8_storage_t": "float8_e4m3",
+    "signed char": "int8",
+    "int8_t": "int8",
 }
+# C types a kernel may point to but never take by value (no scalar of these is passed).
+POINTER_ONLY_CTYPES = frozenset({"__nv_bfloat16", "nv_bfloat16", "__half", "half", "__nv_fp8_e4m3",
+                                 "__nv_fp8_storage_t", "signed char", "int8_t"})
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,12 @@ class Param:
 class KernelSignature:
     name: str
     params: tuple[Param, ...]
+    # __cluster_dims__(x, y, z) on the kernel: the thread-block cluster shape, else None
+    cluster: tuple[int, int, int] | None = None
+
+    @property
+    def cluster_size(self) -> int:
+        return 1 if self.cluster is None else self.cluster[0] * self.cluster[1] * self.cluster[2]
 
 
 class SourceError(ValueError):
@@ -91,9 +109,12 @@ def strip_comments(src: str) -> str:
     return "\n".join(kept).strip("\n") + "\n"
 
 
+# Kernel attributes that may stand around `void`: __launch_bounds__(...), __cluster_dims__(...).
+_ATTR = r"(?:(?:__launch_bounds__|__cluster_dims__|__maxnreg__)\s*\([^()]*\)\s*)*"
 _ENTRY = re.compile(
-    r'extern\s+"C"\s+__global__\s+void\s+([A-Za-z_]\w*)\s*\(([^)]*)\)', re.S
+    r'extern\s+"C"\s+' + _ATTR + r"__global__\s+" + _ATTR + r"void\s+" + _ATTR + r"([A-Za-z_]\w*)\s*\(([^)]*)\)", re.S
 )
+_CLUSTER = re.compile(r"__cluster_dims__\s*\(([^()]*)\)")
 _QUALIFIERS = {"const", "__restrict__", "__restrict", "restrict", "volatile"}
 
 
@@ -119,6 +140,19 @@ def _parse_param(text: str, kernel: str) -> Param:
     return Param(name=name, ctype=base, pointer=bool(pointer), const=const)
 
 
+def _cluster_dims(head: str, kernel: str) -> tuple[int, int, int] | None:
+    m = _CLUSTER.search(head)
+    if m is None:
+        return None
+    parts = [p.strip() for p in m.group(1).split(",") if p.strip()]
+    if not 1 <= len(parts) <= 3 or not all(re.fullmatch(r"\d+", p) for p in parts):
+        raise SourceError(f"kernel {kernel}: __cluster_dims__({m.group(1).strip()}) must list 1 to 3 integer literals")
+    dims = tuple(int(p) for p in parts) + (1,) * (3 - len(parts))
+    if min(dims) < 1:
+        raise SourceError(f"kernel {kernel}: __cluster_dims__{dims} has an empty dimension")
+    return (dims[0], dims[1], dims[2])
+
+
 def kernel_signatures(src: str) -> dict[str, KernelSignature]:
     """Every `extern "C" __global__ void` entry point, in source order."""
     code = strip_comments(src)
@@ -130,5 +164,5 @@ def kernel_signatures(src: str) -> dict[str, KernelSignature]:
         )
         if name in found:
             raise SourceError(f"kernel {name} is defined twice")
-        found[name] = KernelSignature(name=name, params=params)
+        found[name] = KernelSignature(name=name, params=params, cluster=_cluster_dims(m.group(0), name))
     return found

@@ -16,7 +16,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Mapping
 
-from plugins.family.cuda_source import KernelSignature, SourceError, kernel_signatures, strip_comments
+from plugins.family.cuda_source import POINTER_ONLY_CTYPES, KernelSignature, SourceError, kernel_signatures, strip_comments
+from plugins.family.dtypes import DTYPE_NAMES
 from plugins.family.plan import (
     BufferArg,
     ExprError,
@@ -28,10 +29,10 @@ from plugins.family.plan import (
     evaluate_int,
 )
 
-DTYPES = ("float32", "float64", "int32", "uint32", "uint8", "int64", "uint64")
+DTYPES = DTYPE_NAMES  # float32 ... uint64, and bfloat16, float16, float8_e4m3, int8 (plugins/family/dtypes.py)
 ROLES = ("input", "output", "scratch")
 BOUNDS = ("memory", "compute")
-TOLERANCE_KINDS = ("exact", "elementwise", "scaled")
+TOLERANCE_KINDS = ("exact", "elementwise", "scaled", "e4m3_step")
 N_REWRITES = 4
 MAX_THREADS = 1024
 MAX_BLOCK = (1024, 1024, 64)
@@ -69,7 +70,7 @@ TOP_FIELDS = {
 CANDIDATE_FIELDS = {"id", "file", "text", "defect", "launch", "zero_before"}
 LAUNCH_FIELDS = {"kernel", "grid", "block", "shared_bytes", "args", "cooperative"}
 BUFFER_FIELDS = {"dtype", "count", "role", "tolerance"}
-TOLERANCE_FIELDS = {"kind", "rtol", "atol"}
+TOLERANCE_FIELDS = {"kind", "rtol", "atol", "steps"}
 INTENDED_FIELDS = {"winner", "reasoning"}
 SIZES_FIELDS = {"timing", "gate", "tiny"}
 REFERENCE_FUNCS = ("make_inputs", "reference", "naive")
@@ -89,11 +90,13 @@ class FamilyError(ValueError):
 
 @dataclass(frozen=True)
 class Tolerance:
-    """exact: ==; elementwise: |d| <= atol + rtol*|ref|; scaled: |d| <= atol + rtol*scale."""
+    """exact: ==; elementwise: |d| <= atol + rtol*|ref|; scaled: |d| <= atol + rtol*scale;
+    e4m3_step: every e4m3 code within `steps` adjacent codes of the reference's code."""
 
     kind: str
     rtol: float = 0.0
     atol: float = 0.0
+    steps: int = 1
 
 
 @dataclass(frozen=True)
@@ -402,6 +405,8 @@ def _validate_plan(fam: Family, cand: Candidate, file: str, where: str) -> None:
                 if b.role == "input" and not p.const:
                     raise FamilyError(file, w + "args", f"input buffer {a} is passed to non-const {launch.kernel}({p.name}); inputs are never written", f"declare {p.name} as const")
             else:
+                if p.ctype in POINTER_ONLY_CTYPES:
+                    raise FamilyError(file, w + "args", f"{launch.kernel}'s scalar parameter {p.name} is {p.ctype}, which is passed only through buffers", "take a float (or int) and convert inside the kernel")
                 if a not in scalars:
                     raise FamilyError(file, w + "args", f"{a!r} is passed to scalar parameter {p.name} but is neither a size nor a param", "pass a name from [sizes.timing] or [params]")
                 value = fam.timing.get(a, fam.params.get(a))
@@ -492,9 +497,19 @@ def load_family(fam_dir: Path) -> Family:
             _check_fields(t, TOLERANCE_FIELDS, {"kind"}, file, w + "tolerance.")
             if t["kind"] not in TOLERANCE_KINDS:
                 raise FamilyError(file, w + "tolerance.kind", f"{t['kind']!r}", f"use one of {TOLERANCE_KINDS}")
-            if t["kind"] != "exact" and "rtol" not in t:
+            if t["kind"] not in ("exact", "e4m3_step") and "rtol" not in t:
                 raise FamilyError(file, w + "tolerance.rtol", "missing", "give rtol (and atol) for a non-exact tolerance")
-            tol = Tolerance(t["kind"], float(t.get("rtol", 0.0)), float(t.get("atol", 0.0)))
+            if t["kind"] == "e4m3_step":
+                if bt["dtype"] != "float8_e4m3":
+                    raise FamilyError(file, w + "tolerance.kind", f"'e4m3_step' compares e4m3 codes, but {bname} is {bt['dtype']}", "use it only for float8_e4m3 outputs")
+                if set(t) - {"kind", "steps"}:
+                    raise FamilyError(file, w + "tolerance", f"'e4m3_step' takes only 'steps', not {sorted(set(t) - {'kind', 'steps'})}", "remove rtol/atol")
+                steps = _expect(t.get("steps", 1), int, file, w + "tolerance.steps", "a whole number of e4m3 steps")
+                if not 0 <= steps <= 2:
+                    raise FamilyError(file, w + "tolerance.steps", f"is {steps}", "use 0, 1 or 2 steps (one step is the design tolerance)")
+            elif "steps" in t:
+                raise FamilyError(file, w + "tolerance.steps", f"only the 'e4m3_step' kind counts steps, this is {t['kind']!r}", "remove it")
+            tol = Tolerance(t["kind"], float(t.get("rtol", 0.0)), float(t.get("atol", 0.0)), int(t.get("steps", 1)))
         elif "tolerance" in bt:
             raise FamilyError(file, w + "tolerance", f"only outputs are compared, and {bname} is {bt['role']}", "remove it")
         buffers.append(Buffer(bname, bt["dtype"], _expect(bt["count"], (int, str), file, w + "count", "an integer or expression"), bt["role"], tol))

@@ -49,7 +49,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from plugins.family.cuda_source import CTYPE_DTYPES, KernelSignature, kernel_signatures
+from plugins.family.cuda_source import CTYPE_DTYPES, POINTER_ONLY_CTYPES, KernelSignature, kernel_signatures
+from plugins.family.dtypes import dtype_name
 from plugins.family.manifest import MAX_BLOCK, MAX_THREADS, Candidate, Family
 from plugins.family.plan import BufferArg, Number, ResolvedLaunch, ScalarArg
 
@@ -253,7 +254,8 @@ def _compiler_id() -> str:
 
 
 def _emu_files() -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(EMU_DIR.iterdir()) if p.suffix in (".h", ".cpp")}
+    """Every file of the prelude, headers in subfolders too (cuda/barrier has no suffix)."""
+    return {p.relative_to(EMU_DIR).as_posix(): p.read_bytes() for p in sorted(EMU_DIR.rglob("*")) if p.is_file()}
 
 
 def _digest(*parts: bytes | str) -> str:
@@ -450,7 +452,7 @@ _SCALAR_CTYPES: dict[str, type] = {
 
 
 def _scalar(kernel: str, arg: ScalarArg) -> ctypes._SimpleCData:
-    dtype = CTYPE_DTYPES.get(arg.ctype)
+    dtype = None if arg.ctype in POINTER_ONLY_CTYPES else CTYPE_DTYPES.get(arg.ctype)
     if dtype is None:
         raise EmuLaunchError(f"kernel {kernel}: scalar {arg.name} has C type {arg.ctype!r}, which the emulator does not pass")
     value = arg.value
@@ -537,8 +539,8 @@ def _check_launch(launch: ResolvedLaunch, idx: int, sigs: Mapping[str, KernelSig
         if isinstance(a, BufferArg):
             if a.name not in bufs:
                 raise EmuLaunchError(f"{label}: parameter {p.name} names buffer {a.name!r}, which was not given; have {sorted(bufs)}")
-            if p.dtype != str(bufs[a.name].dtype):
-                raise EmuLaunchError(f"{label}: parameter {p.name} is {p.ctype}* but buffer {a.name!r} holds {bufs[a.name].dtype}")
+            if p.dtype != dtype_name(bufs[a.name].dtype):
+                raise EmuLaunchError(f"{label}: parameter {p.name} is {p.ctype}* but buffer {a.name!r} holds {dtype_name(bufs[a.name].dtype)}")
     return sig
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from plugins.family.compile import ARCHS, compile_source, ptx_entry_params
 from plugins.family.cuda_source import CTYPE_DTYPES
+from plugins.family.dtypes import np_dtype
 
 PARAM_BYTES = {"float": 4, "double": 8, "int": 4, "unsigned": 4, "unsigned int": 4, "uint32_t": 4,
                "long long": 8, "long long int": 8, "unsigned long long": 8, "unsigned long long int": 8,
@@ -60,7 +61,7 @@ def _inputs(fam, shape, seed):
     assert set(inputs) == declared, f"{fam.name}: make_inputs returns {sorted(inputs)}, manifest inputs are {sorted(declared)}"
     for name, arr in inputs.items():
         b = fam.buffer(name)
-        assert np.asarray(arr).dtype == np.dtype(b.dtype), f"{fam.name}: make_inputs gives {name} as {np.asarray(arr).dtype}, manifest says {b.dtype}"
+        assert np.asarray(arr).dtype == np_dtype(b.dtype), f"{fam.name}: make_inputs gives {name} as {np.asarray(arr).dtype}, manifest says {b.dtype}"
         assert np.asarray(arr).size == counts[name], f"{fam.name}: {name} has {np.asarray(arr).size} elements, manifest count is {counts[name]}"
     return ref, inputs
 
@@ -117,7 +118,7 @@ def test_timing_size_is_sized_for_the_gpu(family):
 
     shape = family.shapes("timing")[0]
     counts = family.buffer_counts(shape)
-    nbytes = {b.name: counts[b.name] * np.dtype(b.dtype).itemsize for b in family.buffers}
+    nbytes = {b.name: counts[b.name] * np_dtype(b.dtype).itemsize for b in family.buffers}
     assert sum(nbytes.values()) <= MAX_FAMILY_BYTES, f"{family.name}: {sum(nbytes.values()) / 2**30:.2f} GiB of buffers at the timing size"
     if family.bound == "memory":
         moved = sum(v for k, v in nbytes.items() if family.buffer(k).role != "scratch")

@@ -302,3 +302,17 @@ static inline float min(float a, float b) { return fminf(a, b); }
 static inline float max(float a, float b) { return fmaxf(a, b); }
 static inline double min(double a, double b) { return fmin(a, b); }
 static inline double max(double a, double b) { return fmax(a, b); }
+
+// ---------------------------------------------------------------- byte permute
+// __byte_perm compiles to PRMT. The documentation reads 3 bits per selector
+// nibble; PRMT's generic mode replicates the byte's sign when the 4th is set.
+// The two disagree, so a selector that sets it is refused rather than guessed.
+static inline unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
+    if (s & 0x8888u)
+        emu_fail("__byte_perm selector 0x%04x sets bit 3 of a nibble (PRMT would replicate the byte's sign, "
+                 "the documentation ignores it); use byte selectors 0-7", s & 0xffffu);
+    unsigned long long v = ((unsigned long long)y << 32) | x;
+    unsigned r = 0;
+    for (int n = 0; n < 4; ++n) r |= (unsigned)((v >> (8 * ((s >> (4 * n)) & 7u))) & 0xffu) << (8 * n);
+    return r;
+}
