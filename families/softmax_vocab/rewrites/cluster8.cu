@@ -1,11 +1,13 @@
 // One 8-block cluster per row (grid = 8 R, 512 threads per block). Block
 // rank k of the cluster owns the k-th eighth of the row and keeps it in
-// registers: up to 16 float4s per thread (C <= 262144), read once. Each block
-// reduces its (max, rescaled sum) pair, publishes it in shared memory, and
-// after cluster.sync() every thread merges the 8 pairs read through
-// distributed shared memory. The block then writes y from its registers; the
-// split cluster barrier keeps every block's shared memory alive until all
-// eight have read it.
+// registers: up to 16 float4s per thread (C <= 262144), read once. Each
+// thread replaces its values by expf(x - m_t) under its own max m_t; the
+// block reduces its (max, rescaled sum) pair and publishes it in shared
+// memory, and after cluster.sync() every thread merges the 8 pairs read
+// through distributed shared memory into the row's (m, s). The block then
+// writes y = e * expf(m_t - m) / s from its registers; the split cluster
+// barrier keeps every block's shared memory alive until all eight have read
+// it.
 #include <cooperative_groups.h>
 
 static __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2)
@@ -43,11 +45,14 @@ extern "C" __global__ void __cluster_dims__(8, 1, 1) k0(const float* __restrict_
             m = fmaxf(m, fmaxf(fmaxf(v[j].x, v[j].y), fmaxf(v[j].z, v[j].w)));
         }
     }
+    const float mt = m;
     float s = 0.0f;
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
-        if (t + 512 * j < n4)
-            s += (expf(v[j].x - m) + expf(v[j].y - m)) + (expf(v[j].z - m) + expf(v[j].w - m));
+        if (t + 512 * j < n4) {
+            v[j] = make_float4(expf(v[j].x - mt), expf(v[j].y - mt), expf(v[j].z - mt), expf(v[j].w - mt));
+            s += (v[j].x + v[j].y) + (v[j].z + v[j].w);
+        }
     }
     warp_merge(m, s);
     if (lane == 0) {
@@ -71,12 +76,11 @@ extern "C" __global__ void __cluster_dims__(8, 1, 1) k0(const float* __restrict_
         merge(m, s, p.x, p.y);
     }
     cl.barrier_arrive();
-    const float rs = 1.0f / s;
+    const float f = expf(mt - m) / s;
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
         if (t + 512 * j < n4)
-            out[t + 512 * j] = make_float4(expf(v[j].x - m) * rs, expf(v[j].y - m) * rs,
-                                           expf(v[j].z - m) * rs, expf(v[j].w - m) * rs);
+            out[t + 512 * j] = make_float4(v[j].x * f, v[j].y * f, v[j].z * f, v[j].w * f);
     }
     cl.barrier_wait();
 }
