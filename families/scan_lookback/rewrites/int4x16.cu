@@ -63,7 +63,6 @@ static __device__ __forceinline__ int scan4x4(int4 (&v)[4], int lane)
 
 extern "C" __global__ void k0(const int* __restrict__ in, int* __restrict__ sums, int n)
 {
-    __shared__ int tot[16];
     const int lane = threadIdx.x & 31;
     const int4* in4 = reinterpret_cast<const int4*>(in);
     const int base = blockIdx.x * 2048 + (threadIdx.x >> 5) * 128 + lane;
@@ -76,13 +75,7 @@ extern "C" __global__ void k0(const int* __restrict__ in, int* __restrict__ sums
         }
     }
     s = __reduce_add_sync(0xffffffffu, s);
-    if (lane == 0) tot[threadIdx.x >> 5] = s;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int a = 0;
-        for (int k = 0; k < 16; ++k) a += tot[k];
-        sums[blockIdx.x] = a;
-    }
+    if (lane == 0) atomicAdd(&sums[blockIdx.x], s);
 }
 
 extern "C" __global__ void k1(int* __restrict__ sums, int n)

@@ -4,7 +4,7 @@
 // 64-bit status word per tile (flag in the high half, value in the low half,
 // so a reader never sees a torn pair): flag 1 = tile aggregate, flag 2 =
 // inclusive prefix. Warp 0 then reads the 32 preceding status words at a
-// time, waits until all are published, adds the aggregates up to the
+// time, waits (64 ns sleeps) until all are published, adds the aggregates up to the
 // nearest inclusive prefix, publishes its own inclusive prefix, and the
 // block adds the exclusive prefix to its scanned values.
 static __device__ __forceinline__ int scan16(int (&v)[16], int lane)
@@ -63,10 +63,11 @@ extern "C" __global__ void k0(const int* __restrict__ in, int* __restrict__ out,
         int excl = 0;
         if (b > 0) {
             for (int k = b - 1 - lane;; k -= 32) {
-                unsigned long long w;
-                do {
+                unsigned long long w = k >= 0 ? st[k] : 2ull << 32;
+                while (!__all_sync(0xffffffffu, (w >> 32) != 0)) {
+                    __nanosleep(64);
                     w = k >= 0 ? st[k] : 2ull << 32;
-                } while (!__all_sync(0xffffffffu, (w >> 32) != 0));
+                }
                 const unsigned p = __ballot_sync(0xffffffffu, (w >> 32) == 2);
                 const int first = p ? __ffs(p) - 1 : 32;
                 excl += __reduce_add_sync(0xffffffffu, lane <= first ? (int)(unsigned)w : 0);

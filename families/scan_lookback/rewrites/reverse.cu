@@ -38,20 +38,13 @@ static __device__ __forceinline__ int block_scan(int (&v)[16], int* tot)
 
 extern "C" __global__ void k0(const int* __restrict__ in, int* __restrict__ sums, int n)
 {
-    __shared__ int tot[16];
     const int lane = threadIdx.x & 31;
     const int base = blockIdx.x * 8192 + (threadIdx.x >> 5) * 512 + lane;
     int s = 0;
 #pragma unroll
     for (int j = 0; j < 16; ++j) s += base + 32 * j < n ? in[base + 32 * j] : 0;
     s = __reduce_add_sync(0xffffffffu, s);
-    if (lane == 0) tot[threadIdx.x >> 5] = s;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int a = 0;
-        for (int k = 0; k < 16; ++k) a += tot[k];
-        sums[blockIdx.x] = a;
-    }
+    if (lane == 0) atomicAdd(&sums[blockIdx.x], s);
 }
 
 extern "C" __global__ void k1(int* __restrict__ sums, int n)

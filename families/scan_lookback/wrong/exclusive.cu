@@ -56,10 +56,11 @@ extern "C" __global__ void k0(const int* __restrict__ in, int* __restrict__ out,
         int excl = 0;
         if (b > 0) {
             for (int k = b - 1 - lane;; k -= 32) {
-                unsigned long long w;
-                do {
+                unsigned long long w = k >= 0 ? st[k] : 2ull << 32;
+                while (!__all_sync(0xffffffffu, (w >> 32) != 0)) {
+                    __nanosleep(64);
                     w = k >= 0 ? st[k] : 2ull << 32;
-                } while (!__all_sync(0xffffffffu, (w >> 32) != 0));
+                }
                 const unsigned p = __ballot_sync(0xffffffffu, (w >> 32) == 2);
                 const int first = p ? __ffs(p) - 1 : 32;
                 excl += __reduce_add_sync(0xffffffffu, lane <= first ? (int)(unsigned)w : 0);
