@@ -142,12 +142,25 @@ class Translated:
     file_scope_shared: tuple[str, ...]  # __shared__ arrays at file scope: one copy, not per block
 
 
+def _outside_templates(decl: str) -> str:
+    """The declaration with template argument lists removed: `A<int, 2> x` -> `A x`."""
+    out, depth = [], 0
+    for ch in decl:
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(ch)
+    return "".join(out)
+
+
 def _split_decl(decl: str, where: str) -> tuple[str, str, str, int]:
     align = 0
     for m in _ALIGN.finditer(decl):
         align = max(align, int(next(g for g in m.groups() if g)))
     decl = _ALIGN.sub(" ", decl)
-    if "," in decl or "=" in decl or "(" in decl:
+    if any(ch in _outside_templates(decl) for ch in ",=("):
         raise EmuSourceError(
             f"{where}: cannot translate the shared declaration {decl.strip()!r}; "
             "declare one array per statement, without an initializer"

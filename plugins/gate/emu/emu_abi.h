@@ -123,6 +123,7 @@ EMU_HIDDEN void emu_async_commit(void);
 EMU_HIDDEN void emu_async_wait_prior(unsigned long n);
 EMU_HIDDEN void emu_copy_attach(int* first, int* last, void* dst, const void* src, unsigned long n, int tx, const char* what);
 EMU_HIDDEN long long emu_copy_flush(int* first, int* last);
+EMU_HIDDEN long long emu_copy_move(int* first, int* last, int* to_first, int* to_last);
 EMU_HIDDEN void emu_bulk_issue(void* dst, const void* src, unsigned long n, const char* what);
 EMU_HIDDEN void emu_bulk_commit(void);
 EMU_HIDDEN void emu_bulk_wait_prior(unsigned long n);

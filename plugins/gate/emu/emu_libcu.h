@@ -73,14 +73,16 @@ static inline unsigned long emu_checked_size(void* dst, const void* src, const S
 }
 
 // ---------------------------------------------------------------- the emulated barrier
-// Arrivals count down to zero; then the phase completes: its attached copies are
-// performed (in issue order), the expected transaction bytes must match what the
-// counted copies delivered, and waiters on the old phase go on.
+// Arrivals count down to zero; then the phase completes: the expected transaction bytes
+// must match what its counted copies deliver, and its copies become due. They are
+// performed (in issue order) by the first wait that sees the phase complete, so even the
+// thread whose arrival completed the phase reads poison if it reads before waiting.
 static constexpr unsigned EMU_BAR_MAGIC = 0x5ba7b0c1u;
 struct emu_bar {
     unsigned magic;
     int expected, pending;
     int first, last;  // copies completed by this phase
+    int due_first, due_last;  // copies of completed phases, performed by the next wait
     long long tx;     // transaction bytes expected (expect_tx) by this phase
     unsigned long long phase;
 };
@@ -89,7 +91,7 @@ static inline void emu_bar_init(emu_bar* b, long long expected, const char* what
     if (expected < 0 || expected > (1 << 20)) emu_fail("%s: init with an expected count of %lld", what, expected);
     b->magic = EMU_BAR_MAGIC;
     b->expected = b->pending = (int)expected;
-    b->first = b->last = -1;
+    b->first = b->last = b->due_first = b->due_last = -1;
     b->tx = 0;
     b->phase = 0;
 }
@@ -100,7 +102,7 @@ static inline emu_bar* emu_bar_check(emu_bar* b, const char* what) {
     return b;
 }
 static inline void emu_bar_complete(emu_bar* b, const char* what) {
-    long long delivered = emu_copy_flush(&b->first, &b->last);
+    long long delivered = emu_copy_move(&b->first, &b->last, &b->due_first, &b->due_last);
     if (b->tx != delivered)
         emu_fail("%s: the barrier phase expected %lld transaction bytes but its copies delivered %lld; on a GPU the "
                  "phase would %s", what, b->tx, delivered, b->tx > delivered ? "never complete (a hang)" : "be corrupted");
@@ -137,11 +139,21 @@ static inline void emu_bar_wait(emu_bar* b, unsigned long long token, const char
     emu_bar_check(b, what);
     emu_bar_wait_arg w = {b, token, -1};
     emu_wait_until(emu_bar_done, &w, what);
+    emu_copy_flush(&b->due_first, &b->due_last);
 }
 static inline void emu_bar_wait_parity(emu_bar* b, int parity, const char* what) {
     emu_bar_check(b, what);
     emu_bar_wait_arg w = {b, 0, parity};
     emu_wait_until(emu_bar_done, &w, what);
+    emu_copy_flush(&b->due_first, &b->due_last);
+}
+// try_wait: true (and the copies performed) when the phase after `token` has completed
+static inline bool emu_bar_try(emu_bar* b, unsigned long long token, int parity, const char* what) {
+    emu_bar_check(b, what);
+    emu_bar_wait_arg w = {b, token, parity};
+    if (!emu_bar_done(&w)) return false;
+    emu_copy_flush(&b->due_first, &b->due_last);
+    return true;
 }
 static inline void emu_bar_attach(emu_bar* b, void* dst, const void* src, unsigned long n, int tx, const char* what) {
     emu_bar_check(b, what);
