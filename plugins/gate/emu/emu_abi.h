@@ -60,6 +60,7 @@ struct alignas(64) emu_thread {
     // lists of records in the launch's copy pool, and the groups committed / completed so far
     int aq_first, aq_last, bq_first, bq_last;
     unsigned a_committed, b_committed;
+    unsigned long long ctoken;  // the cluster barrier phase this thread last arrived on
 };
 static_assert(__builtin_offsetof(emu_thread, wval) == 64, "a barrier's fields fit one cache line");
 
