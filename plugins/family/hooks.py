@@ -23,7 +23,9 @@ def pytest_configure(config: pytest.Config) -> None:
     sets = selected_sets(config.getoption("st_set"))
     config.stash[CATALOG] = Catalog.load(Path(config.rootpath, config.getoption("families_root")), sets)
     if not hasattr(config, "workerinput"):  # only the controller writes the merged file
-        config.pluginmanager.register(ResourceLog(Path(config.rootpath, config.getoption("resources_out"))), "sparktrace-resources")
+        log = ResourceLog(Path(config.rootpath, config.getoption("resources_out")),
+                          families_root=Path(config.rootpath, config.getoption("families_root")))
+        config.pluginmanager.register(log, "sparktrace-resources")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
