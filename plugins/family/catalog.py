@@ -25,6 +25,14 @@ class Catalog:
     def load(cls, root: Path, sets: tuple[str, ...] | None = None) -> "Catalog":
         return cls(Path(root), discover(root, sets) if Path(root).is_dir() else ())
 
+    def only(self, name: str) -> "Catalog":
+        """This catalog cut to the one directory `name`; ValueError naming the choices when there is none."""
+        found = tuple(d for d in self.found if d.name == name)
+        if not found:
+            raise ValueError(f"--family {name}: no family directory {name!r} under {self.root}; "
+                             f"have {', '.join(d.name for d in self.found) or 'none'}")
+        return Catalog(self.root, found)
+
     @property
     def families(self) -> tuple[Family, ...]:
         return tuple(d.family for d in self.found if d.family is not None)
