@@ -389,12 +389,13 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
         sigs = kernel_signatures(source)
     except SourceError as exc:
         raise FamilyError(_rel(path), "", str(exc), 'declare kernels as extern "C" __global__ void name(...)', exc.line) from None
-    if role != "wrong":  # only the start and the rewrites reach a prompt
-        for line, marker, text in surviving_comment_markers(source):
-            raise FamilyError(
-                _rel(path), "", f"{marker!r} survives comment stripping in {text!r}, so the prompt would show it",
-                "move that text out of the string literal, or report the stripping bug", line,
-            )
+    markers = surviving_comment_markers(source) if role != "wrong" else []  # only start and rewrites reach a prompt
+    if markers:
+        line, marker, text = markers[0]
+        raise FamilyError(
+            _rel(path), "", f"{marker!r} survives comment stripping in {text!r}, so the prompt would show it",
+            "move that text out of the string literal, or report the stripping bug", line,
+        )
     text = raw.get("text", raw.get("defect", ""))
     _expect(text, str, file, where + ("text" if role == "rewrite" else "defect"), "a string")
     zero = _expect(raw.get("zero_before", []), list, file, where + "zero_before", "a list of buffer names")
