@@ -398,7 +398,9 @@ def test_provenance_degrades_field_by_field():
     assert "cudaErrorNoDevice" in gpu["sm_count"]
     assert gpu["slug"] == "unknown-gpu"
     run = _fake_git({"rev-parse": (128, ""), "status": (128, "")})
-    prov = software_record(BrokenProbe(), Path("."), "pytest -m measure", "unavailable: ncu not found", run=run)
+    prov = software_record(BrokenProbe(), Path("."), "pytest -m measure", "unavailable: ncu not found", run=run,
+                           allow_unknown_commit=True, env={})
+    assert prov["overrides"] and "--measure-allow-unknown-commit" in prov["overrides"][0]
     for key in ("git_commit", "git_dirty", "driver", "cuda_driver_api", "cuda_runtime", "cupy", "nvrtc", "ncu"):
         assert is_unavailable(prov[key]), (key, prov[key])
     assert "pynvml" in prov["driver"] and "libcuda" in prov["cuda_runtime"] and "exited 128" in prov["git_commit"]
@@ -478,7 +480,9 @@ def test_measure_flow_writes_a_key_that_load_key_reads(tmp_path, scale_fixture):
     summary = json.loads((tmp_path / "reports" / "measure" / "fake-test-gpu" / "scale_fixture.json").read_text())
     assert summary["winner"] == "r_one" and summary["kept"] is True
     rows = summary_rows([summary])
-    assert rows == [["scale_fixture", "r_one", "1.300", "yes", "0.000"]]
+    assert rows == [["scale_fixture", "classic", "r_one", "1.300", "1.300-1.300", "yes", "yes", "0.000", "skipped"]]
+    assert rec["ranking"]["fragile"] is False and rec["ranking"]["confidence"]["block_ratios"] == pytest.approx([1.3] * 5)
+    assert rec["set"] == "classic" and not key.fragile
 
 
 def test_second_run_writes_beside_unless_replace(tmp_path, scale_fixture):
@@ -509,7 +513,7 @@ def test_a_crash_in_one_step_is_recorded_not_raised(tmp_path, scale_fixture):
     s.timer_factory = lambda *a: (_ for _ in ()).throw(MemoryError("out of device memory (fake)"))
     out = s.measure(scale_fixture)
     assert out.error.startswith("timing: MemoryError") and out.key_path is None
-    assert summary_rows([out.summary()])[0][3] == "error"
+    assert summary_rows([out.summary()])[0][6] == "error"
 
 
 def test_timing_buffers_poison_outputs(scale_fixture):
@@ -554,6 +558,7 @@ class _FakeMem:
         self.arr = arr
 
     def memset_async(self, value, size, stream=None):
+        _FakeCupy.calls.append(("memset", self.arr.nbytes))
         self.arr.reshape(-1).view(np.uint8)[:size] = value
 
     def copy_from_device_async(self, src, size, stream=None):
@@ -583,12 +588,22 @@ class _FakeEvent:
 
 
 class _FakeKernel:
-    """Emulates only scale_fixture's kernels (out = a * x over i < n, or i < n - 1 for the wrong one)."""
+    """Emulates only scale_fixture's kernels (out = a * x over i < n, or i < n - 1 for the wrong one),
+    the timer's L2 flush (it only reads) and the preflight's one-line kernel (p[0] = 42)."""
 
     def __init__(self, code, name, cooperative):
         self.code, self.name, self.cooperative = code, name, cooperative
 
     def __call__(self, grid, block, args, shared_mem=0):
+        if self.name == "sparktrace_l2_flush_read":
+            flush, n, sink = args
+            assert type(n) is np.uint64 and int(n) * 16 == flush.nbytes, "the flush reads the whole buffer as uint4"
+            _FakeCupy.calls.append("flush-read")
+            return
+        if self.name == "sparktrace_preflight":
+            args[0][0] = 42
+            _FakeCupy.calls.append(self.name)
+            return
         x, out, n, a = args
         assert isinstance(x, _FakeArray) and isinstance(out, _FakeArray)
         assert type(n) is np.int64 and type(a) is np.float32, "scalars must carry the kernel's C types"
@@ -618,6 +633,9 @@ class _FakeCupy:
 
     __version__ = "0.0.0-fake"
     uint8 = np.uint8
+    uint32 = np.uint32
+    int32 = np.int32
+    limits: dict = {}
     clock_ms = 0.0
     calls: list = []
     compiled: list = []
@@ -635,6 +653,10 @@ class _FakeCupy:
     @staticmethod
     def empty(n, dtype):
         return np.empty(n, dtype=dtype).view(_FakeArray)
+
+    @staticmethod
+    def zeros(n, dtype):
+        return np.zeros(n, dtype=dtype).view(_FakeArray)
 
     class _Pool:
         def free_all_blocks(self):
@@ -680,6 +702,14 @@ class _FakeCupy:
                 return 13000
 
             @staticmethod
+            def deviceGetLimit(limit):
+                return _FakeCupy.limits.get(limit, 12345)
+
+            @staticmethod
+            def deviceSetLimit(limit, value):
+                _FakeCupy.limits[limit] = value
+
+            @staticmethod
             def deviceSynchronize():
                 if _FakeCupy.sticky_error:
                     raise RuntimeError(f"cudaErrorIllegalAddress: {_FakeCupy.sticky_error} (fake sticky error)")
@@ -700,7 +730,7 @@ def fake_cupy(monkeypatch):
     monkeypatch.setattr(timing, "MIN_FLUSH_BYTES", 1 << 16)
     monkeypatch.setattr(timing, "COPY_BYTES", 1 << 16)
     monkeypatch.setattr(timing, "open_nvml", lambda i=0: (None, "unavailable: fake (test fixture)"))
-    _FakeCupy.calls, _FakeCupy.compiled, _FakeCupy.clock_ms, _FakeCupy.sticky_error = [], [], 0.0, ""
+    _FakeCupy.calls, _FakeCupy.compiled, _FakeCupy.clock_ms, _FakeCupy.sticky_error, _FakeCupy.limits = [], [], 0.0, "", {}
     return _FakeCupy
 
 
@@ -719,6 +749,7 @@ def test_gpu_code_paths_on_a_fake_cupy(fake_cupy, tmp_path, scale_fixture, monke
     assert not verdicts["w_tail"].passed and "NaN" in verdicts["w_tail"].reason
     assert all(opts[: len(NVRTC_OPTIONS)] == NVRTC_OPTIONS for _, opts in fake_cupy.compiled)
     assert len(fake_cupy.compiled) == len({c.source for c in scale_fixture.all_candidates}), "each source compiles once"
+    fake_cupy.calls.clear()
 
     monkeypatch.setattr("plugins.measure.capture.find_ncu", lambda: __import__("plugins.measure.capture", fromlist=["x"]).NcuLocation(None, "ncu not found (fake)"))
     cfg = MeasureConfig(out_root=tmp_path, repo=Path("."), families_root=FIXTURES, command="pytest -m measure (fake cupy)")
@@ -731,8 +762,17 @@ def test_gpu_code_paths_on_a_fake_cupy(fake_cupy, tmp_path, scale_fixture, monke
     rec = out.record
     assert json.loads(out.key_path.read_text())["slip"] == out.slip, "the key records the slip's outcome"
     assert rec["gpu"]["slug"] == "fake-gpu-test-fixture" and rec["provenance"]["cupy"] == "0.0.0-fake"
-    assert rec["provenance"]["compile_options"][: len(NVRTC_OPTIONS)] == list(NVRTC_OPTIONS)
-    assert rec["provenance"]["compile_options"][-1].startswith("unavailable: could not read cupy.cuda.compiler")
+    assert rec["provenance"]["compile_options"] == list(ex.options)
+    full = rec["provenance"]["compile_options_full"]
+    assert full["ours"] == list(ex.options) and full["assembled_by"].startswith("unavailable: CuPy's option assembly")
+    assert full["cupy_added"][0].startswith("unavailable: could not read cupy.cuda.compiler")
+    flush = [c for c in fake_cupy.calls if c == "flush-read"]
+    assert flush and all(c != ("memset", rec["protocol"]["flush_bytes"]) for c in fake_cupy.calls[fake_cupy.calls.index("flush-read") + 1:]), \
+        "the flush buffer is written once, at set-up, before its first read; never again"
+    assert fake_cupy.calls.count(("memset", rec["protocol"]["flush_bytes"])) == 1
+    assert rec["protocol"]["flush_method"].startswith("zero_before memsets first, then a read-only kernel")
+    assert "cudaLimitPersistingL2CacheSize was 12345 B, set to 0" in rec["protocol"]["persisting_l2"]
+    assert fake_cupy.limits == {0x06: 0}
     assert rec["protocol"]["throttle_detection"].startswith("unavailable")
     for cid in ("start", "r_one", "r_two", "r_three", "r_four"):
         c = rec["candidates"][cid]
@@ -751,24 +791,35 @@ def test_gpu_code_paths_on_a_fake_cupy(fake_cupy, tmp_path, scale_fixture, monke
 def test_state_from_options(tmp_path):
     import argparse
 
-    from plugins.measure.session import positive_int, state_from_options
+    from plugins.measure.session import budget_seconds, positive_int, state_from_options
 
     opts = {"measure_out": None, "measure_families": "a, b", "families_root": "families", "measure_replace": False,
-            "measure_blocks": 5, "no_ncu": True, "markexpr": "measure", "measure_budget_s": None}
+            "measure_blocks": 5, "no_ncu": True, "markexpr": "measure", "measure_budget_s": None,
+            "measure_slips_only": False, "measure_previous": None, "measure_repeat": True, "measure_ncu_unusable": "",
+            "measure_ncu_metrics": "all", "measure_allow_unknown_commit": False}
     st = state_from_options(tmp_path, opts.__getitem__, ["/venv/lib/pytest/__main__.py", "-m", "measure", "--no-ncu"], False)
     assert st.config.out_root == tmp_path and st.config.families_root == (tmp_path / "families").resolve()
     assert st.config.command.startswith("python3 -m pytest -m measure --no-ncu")
-    assert st.families == ("a", "b") and st.config.ncu is False and st.selected
+    assert st.families == ("a", "b") and st.config.ncu is False and st.selected and st.config.repeat
+    assert st.config.also_check == (), "writing into the repository itself: nothing else to check"
     opts["measure_out"] = str(tmp_path / "out")
-    assert state_from_options(tmp_path, opts.__getitem__, ["pytest"], False).config.out_root == tmp_path / "out"
+    elsewhere = state_from_options(tmp_path, opts.__getitem__, ["pytest"], False).config
+    assert elsewhere.out_root == tmp_path / "out" and elsewhere.also_check == (tmp_path.resolve(),), \
+        "a pass writing elsewhere must not overwrite what the repository holds"
     assert st.config.deadline is None
     opts["measure_budget_s"] = 240.0
-    st = state_from_options(tmp_path, opts.__getitem__, ["pytest"], False)
-    assert 0 < st.config.deadline - time.monotonic() <= 240.0
-    assert positive_int("3") == 3
+    st = state_from_options(tmp_path, opts.__getitem__, ["pytest"], False, now=lambda: 1000.0)
+    assert st.config.deadline == 1240.0
+    opts["measure_budget_s"] = 0.0  # defect 5: 0 was read as "no limit"
+    st = state_from_options(tmp_path, opts.__getitem__, ["pytest"], False, now=lambda: 1000.0)
+    assert st.config.deadline == 1000.0, "a budget of 0 is a deadline of now: no slip, no repeat"
+    assert positive_int("3") == 3 and budget_seconds("0") == 0.0 and budget_seconds("12.5") == 12.5
     for bad in ("0", "-1", "x"):
         with pytest.raises(argparse.ArgumentTypeError):
             positive_int(bad)
+    for bad in ("-1", "x", "inf", "nan"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            budget_seconds(bad)
 
 
 def test_cupy_added_options_are_read_from_its_compiler_source(tmp_path):
@@ -817,7 +868,7 @@ def test_a_lost_cuda_context_stops_the_pass_and_names_the_culprit(fake_cupy, tmp
     out = session.measure(scale_fixture)
     assert out.error.startswith("context: ") and "scale_fixture/w_tail" in out.error and "w_tail wrote out of bounds" in out.error
     assert out.key_path is None and not (tmp_path / "families").exists(), "no key from a dead context"
-    assert summary_rows([out.summary()])[0][3] == "error"
+    assert summary_rows([out.summary()])[0][6] == "error"
     later = session.measure(_renamed(scale_fixture, "other_family"))
     assert later.error.startswith("context: not measured") and "rerun" in later.error
     assert session.slip(scale_fixture).slip["status"] == "skipped", "no key, so no slip for the culprit"
@@ -843,10 +894,11 @@ def test_slips_come_after_keys_and_respect_the_budget(tmp_path, scale_fixture):
     clock = _Clock()
     taken = []
 
-    def capture(fam, gpu, seconds_left=None):
+    def capture(fam, gpu, budget=None, name=None):
         from plugins.measure.capture import SlipResult
 
-        taken.append((fam.name, seconds_left))
+        taken.append((fam.name, budget.left()))
+        clock.now += 12.0  # this FAKE slip "takes" 12 s of the fake clock
         return SlipResult("captured", "", [str(tmp_path / "slips" / gpu / f"{fam.name}.csv")])
 
     cfg = MeasureConfig(out_root=tmp_path, repo=Path("."), families_root=FIXTURES, command="t", deadline=clock.now + 100.0)
@@ -858,15 +910,17 @@ def test_slips_come_after_keys_and_respect_the_budget(tmp_path, scale_fixture):
     clock.now += 30.0
     out = s.slip(scale_fixture)
     assert taken == [("scale_fixture", 70.0)] and out.slip["status"] == "captured"
+    assert s.slip_budget.durations == [12.0], "the slip's duration is what later slips are planned with"
     assert json.loads(out.key_path.read_text())["slip"]["status"] == "captured"
     assert json.loads((tmp_path / "reports" / "measure" / "fake-test-gpu" / "scale_fixture.json").read_text())["slip"] == "captured"
     assert s.slip(scale_fixture) is out and len(taken) == 1, "one slip per family"
 
     other = _renamed(scale_fixture, "late_family")
     s.measure(other)
-    clock.now += 60.0  # 10 s left: under MIN_SLIP_SECONDS
+    clock.now += 41.0  # 17 s left: under 1.5 x the 12 s slip seen
     late = s.slip(other)
-    assert late.slip["status"] == "skipped" and late.slip["reason"].startswith("time budget") and "late_family" in late.slip["reason"]
+    assert late.slip["status"] == "skipped" and late.slip["reason"].startswith("time budget: 17 s left")
+    assert "1.5 x 12.0 s" in late.slip["reason"] and "--slips-only" in late.slip["reason"] and "late_family" in late.slip["reason"]
     assert len(taken) == 1
 
 
@@ -883,12 +937,14 @@ def test_run_blocks_spins_the_gpu_up_before_the_estimates():
 
 
 def test_provenance_without_git_takes_the_given_commit_and_hashes_the_sources(tmp_path):
-    from plugins.measure.provenance import git_state, is_unavailable, source_digest
+    from plugins.measure.provenance import ProvenanceRefused, git_state, is_unavailable, source_digest
 
     run = _fake_git({"rev-parse": (128, ""), "status": (128, "")})
     st = git_state(tmp_path, run, env={"SPARKTRACE_GIT_COMMIT": "0123abc"})
     assert st["git_commit"] == "0123abc" and is_unavailable(st["git_dirty"]) and "SPARKTRACE_GIT_COMMIT" in st["git_commit_source"]
-    assert is_unavailable(git_state(tmp_path, run, env={})["git_commit"])
+    with pytest.raises(ProvenanceRefused, match="SPARKTRACE_GIT_COMMIT"):
+        git_state(tmp_path, run, env={})
+    assert is_unavailable(git_state(tmp_path, run, env={}, allow_unknown_commit=True)["git_commit"])
     (tmp_path / "families" / "f").mkdir(parents=True)
     (tmp_path / "families" / "f" / "kernel.cu").write_text("// one\n")
     a = source_digest(tmp_path)
@@ -918,7 +974,7 @@ def test_slips_are_still_taken_for_families_keyed_before_the_context_died(tmp_pa
     state = {"dead": ""}
     taken = []
 
-    def capture(fam, gpu, seconds_left=None):
+    def capture(fam, gpu, budget=None, name=None):
         taken.append(fam.name)
         return SlipResult("captured", "", [])
 
