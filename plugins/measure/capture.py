@@ -319,7 +319,8 @@ def capture_slip(
             rec["export_command"] = exp
             export_timeout = budget.timeout(export_timeout_s) if budget else export_timeout_s
             rec["export_timeout_s"] = export_timeout
-            if export_timeout is None:
+            if export_timeout is None:  # a slip that ran longer than planned: retake it with --slips-only
+                result.status = "skipped"
                 result.reason = (f"time budget: the report was written but too little time is left for its export; "
                                  f"export it later with: {' '.join(exp)}")
             else:
