@@ -502,6 +502,8 @@ class MeasureSession:
             log.error("%s: %s; the remaining families are not measured in this process", fam.name, exc)
         except Exception as exc:  # fail soft: the family's error is recorded and the pass moves on
             out.error = f"{step}: {type(exc).__name__}: {exc}"
+            if out.key_path is None:
+                out.slip = {"status": "skipped", "reason": f"no key: the pass failed at {step}"}
             log.error("%s failed at %s:\n%s", fam.name, step, traceback.format_exc())
             try:
                 self._check_context(f"{fam.name} after the {step} step failed")
