@@ -526,7 +526,8 @@ def exit_status(pytest_rc: int, summaries: Iterable[Mapping[str, Any]], prefligh
     rows = list(summaries)
     found: dict[int, str] = {}
     if slips_only:
-        if not any(s.get("slip") == "captured" for s in rows):
+        wanted = [s for s in rows if not str(s.get("slip_reason", "")).startswith("already")]
+        if wanted and not any(s.get("slip") == "captured" for s in wanted):
             found[NO_KEY] = "slips-only: no slip was captured"
     elif not any(s.get("key") for s in rows):
         found[NO_KEY] = "no measurement file was written"
@@ -566,7 +567,7 @@ def finish(out: Path, repo: Path, pytest_rc: int, *, keep_loose: bool = False, s
     emit(text.rstrip("\n"))
     rows = [s for g in read_summaries(out).values() for s in g.values()]
     if state_dir is not None:
-        save_state(out, state_dir)
+        save_state(out, state_dir, merge=slips_only)
     cap_log(out / "measure.log", limits)
     plan = write_archives(out, limits, slip_priority_order(out))
     for path, why in plan.left_out:
@@ -586,16 +587,26 @@ def finish(out: Path, repo: Path, pytest_rc: int, *, keep_loose: bool = False, s
     return code
 
 
-def save_state(out: Path, state_dir: Path) -> None:
-    """Copy the per-family summaries where a slips-only command in the same lease finds them."""
+def save_state(out: Path, state_dir: Path, merge: bool = False) -> None:
+    """Copy the per-family summaries where a slips-only command in the same lease finds them.
+    `merge` (a slips-only pass): keep the first pass's summaries and mark the slips now captured."""
     src = Path(out) / "reports" / "measure"
     if not src.is_dir():
         return
     dst = Path(state_dir) / "reports" / "measure"
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if dst.exists():
-        shutil.rmtree(dst)
-    shutil.copytree(src, dst)
+    if not merge or not dst.is_dir():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if dst.exists():
+            shutil.rmtree(dst)
+        shutil.copytree(src, dst)
+        return
+    for p in sorted(src.glob("*/*.json")):
+        new = json.loads(p.read_text())
+        target = dst / p.parent.name / p.name
+        if new.get("slip") != "captured":
+            continue
+        old = json.loads(target.read_text()) if target.is_file() else new
+        write_json_atomic(target, {**old, "slip": "captured", "slip_reason": "", "slip_files": new.get("slip_files", [])})
 
 
 # --------------------------------------------------------------------------- command line

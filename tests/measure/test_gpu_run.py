@@ -8,7 +8,6 @@ a measurement.
 from __future__ import annotations
 
 import importlib.util
-import io
 import json
 import os
 import shutil
@@ -292,6 +291,8 @@ def test_exit_status_for_each_outcome():
     assert code == TESTS_FAILED and len(reasons) == 3, "every reason is listed, the first in precedence is the status"
     assert exit_status(0, [_row("a", key=False, slip="captured")], slips_only=True)[0] == OK
     assert exit_status(0, [_row("a", key=False, slip="skipped")], slips_only=True)[0] == NO_KEY
+    done = [_row("a", key=False, slip="skipped", reason="already captured by the earlier pass in /tmp/state")]
+    assert exit_status(0, done, slips_only=True)[0] == OK, "nothing left to take is not a failure"
 
 
 # --------------------------------------------------------------------------- archives against the return limits
@@ -451,3 +452,21 @@ def test_the_main_entry_points(tmp_path, capsys):
     _pass_output(tmp_path / "o", {"a": 10}, {"a"})
     assert gpu_run.main(["finish", str(tmp_path / "o"), "--pytest-rc", "0", "--keep-loose"]) == OK
     assert (tmp_path / "o" / "families").is_dir(), "--keep-loose keeps the loose files"
+
+
+def test_the_state_for_a_slips_only_command_is_merged_not_replaced(tmp_path):
+    from plugins.measure.gpu_run import save_state
+
+    first, second, state = tmp_path / "first", tmp_path / "second", tmp_path / "state"
+    _pass_output(first, {"a": 10, "b": 10}, kept={"a", "b"})
+    for fam, slip in (("a", "captured"), ("b", "skipped")):
+        p = first / "reports" / "measure" / "fake-test-gpu" / f"{fam}.json"
+        p.write_text(json.dumps({**json.loads(p.read_text()), "slip": slip}))
+    save_state(first, state)
+    for fam, slip, reason in (("a", "skipped", "already captured by the earlier pass"), ("b", "captured", "")):
+        _write(second / "reports" / "measure" / "fake-test-gpu" / f"{fam}.json",
+               json.dumps({"family": fam, "slip": slip, "slip_reason": reason, "kept": False, "winner": None}).encode())
+    save_state(second, state, merge=True)
+    got = {f: json.loads((state / "reports" / "measure" / "fake-test-gpu" / f"{f}.json").read_text()) for f in ("a", "b")}
+    assert got["a"]["slip"] == "captured" and got["b"]["slip"] == "captured"
+    assert got["b"]["kept"] is True and got["b"]["winner"] == "r_one", "the first pass's key facts stay for the priority order"

@@ -77,7 +77,8 @@ def test_benchmark_candidate(measured_candidate, measure_session, request):
     fam = _family(d)
     out = measure_session.measure(fam)
     if out.record is None:
-        pytest.skip(f"{fam.name} has no measurement ({out.error}); test_measure_family[{fam.name}] fails with it")
+        pytest.skip(f"{fam.name}: {out.not_measured}" if out.not_measured else
+                    f"{fam.name} has no measurement ({out.error}); test_measure_family[{fam.name}] fails with it")
     entry = out.record["candidates"][cid]
     if not entry["samples_ms"]:
         pytest.skip(f"{fam.name}/{cid} was not timed: {entry.get('not_timed', 'every sample was skipped as throttled')}")
