@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 KEY    ?=
 JOBS   ?= 2
 
-.PHONY: run test dry-run install install-local-model measure-gpu clean
+.PHONY: run test dry-run report install install-local-model measure-gpu clean
 
 $(VENV)/.installed: requirements.txt constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ test: $(VENV)/.local-model
 
 measure-gpu:
 	bash scripts/measure-gpu.sh reports/measure
+
+# The report site from every run folder under reports/runs/: open reports/site/index.html
+# (offline, from disk). Regenerated whole; not committed.
+report: $(VENV)/.installed
+	$(BIN)/python -m plugins.site reports/runs --out reports/site
 
 clean:
 	rm -rf $(VENV) .cache
