@@ -206,7 +206,7 @@ def runtimes_chart(bars: Sequence[Bar], prefix: str = "runtimes") -> str:
     for y, b in zip(ys, bars):
         if b.low_ms is not None and b.high_ms is not None:
             ax.plot([b.low_ms, b.high_ms], [y, y], color=INK if b.kind != "start" else GREY, lw=1.2)
-        ax.text(b.time_ms, y, f" {fmt_ms(b.time_ms)} ms", va="center", fontsize=8.5, color=INK)
+        ax.text(max(b.time_ms, b.high_ms or 0.0), y, f" {fmt_ms(b.time_ms)} ms", va="center", fontsize=8.5, color=INK)
     positive = [t for t in times if t > 0]
     if positive and max(positive) / min(positive) > 20:
         ax.set_xscale("log")

@@ -568,8 +568,10 @@ def _f(v: Any) -> float | None:
 
 
 def launch_text(fv: FamilyView, cand, gpu: str) -> str:
+    """The launch plan as the prompt prints it, sized for `gpu` (its key file names the device)."""
+    kv = fv.key(gpu)
     try:
-        return launch_plan_text(fv.family, cand, gpu_for(gpu))
+        return launch_plan_text(fv.family, cand, gpu_for(gpu, kv.key.record if kv and kv.key else None))
     except ValueError as exc:
         return f"(launch plan not shown: {exc})"
 
