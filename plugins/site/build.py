@@ -8,7 +8,6 @@ another. A folder not built by this command is never replaced.
 from __future__ import annotations
 
 import argparse
-import logging
 import shutil
 import sys
 import tempfile
@@ -24,7 +23,6 @@ from plugins.site.runs import Run, RunFolderError, expand, read_runs
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 MARKER = ".sparktrace-site"  # written into every built site; only such a folder is replaced
-log = logging.getLogger("sparktrace.site")
 
 
 class SiteError(ValueError):

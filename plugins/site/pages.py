@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -381,7 +381,6 @@ class ItemPage:
     family_known: bool = True
     set: str = ""
     task: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 def _turns(transcript: Mapping | None) -> list[Turn]:

@@ -8,6 +8,7 @@ numbers. A folder with no sheet is read from its transcripts, and says so.
 from __future__ import annotations
 
 import glob
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -127,8 +128,7 @@ def _transcript_for(folder: Path, model: str, rec: Record, props: Mapping[str, s
 
 
 def _notes(folder: Path) -> tuple[str, ...]:
-    import json
-
+    """The item builder's notes the run wrote into score.json (why families had no items)."""
     path = folder / "score.json"
     try:
         data = json.loads(path.read_text())

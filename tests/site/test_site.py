@@ -220,6 +220,13 @@ def test_a_hostile_trace_is_shown_as_text_and_a_missing_one_is_said(synthetic_ru
     data["turns"][0]["response"] = "<script>alert(1)</script>\nAnswer: A"  # derived input: the trace edited
     files[0].write_text(json.dumps(data))
     files[1].unlink()
+    # derived input: a full item's prompt swapped for a real family's prompt with a stand-in slip
+    full = next(f for f in files[2:] if json.loads(f.read_text())["condition"] == "full")
+    data = json.loads(full.read_text())
+    stand_in = "STAND-IN SLIP TEXT (not an ncu export)"
+    data["turns"][0]["request"][0]["content"] = render_prompt(load_family(ROOT / "families" / "clamp_smem"), "forward",
+                                                              KNOWN_GPUS["h200"], stand_in)
+    full.write_text(json.dumps(data))
     site = build_site([run_dir], tmp_path / "site", ROOT / "families", ROOT / "slips",
                       items=[synthetic_runs / "items.jsonl"])
     (run,) = site.runs
@@ -227,6 +234,10 @@ def test_a_hostile_trace_is_shown_as_text_and_a_missing_one_is_said(synthetic_ru
     html = _page(tmp_path / "site", pages.item_path(run, edited.record))
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert run.problems and "transcript not found" in run.problems[0]
+    swapped = next(t for t in run.traces if t.transcript_file == full)
+    page = _page(tmp_path / "site", pages.item_path(run, swapped.record))
+    slip = re.search(r'<span class="slip full" data-slip="full">(.*?)</span>\n?## Your answer', page, re.S)
+    assert slip and stand_in in slip.group(1) and "## Nsight Compute report" in slip.group(1)
     assert 'data-banner="problem"' in _page(tmp_path / "site", "index.html")
 
 
