@@ -56,8 +56,8 @@ def fragile_families(run: Run, families: Sequence[FamilyView]) -> list[str]:
     out = set()
     by_name = {f.name: f for f in families}
     for t in run.traces:
-        flag = fragile_of(t.key_info)
-        if flag is None and run.key_measured and (fv := by_name.get(t.record.family)):
+        flag = t.record.key_fragile or fragile_of(t.key_info)
+        if not flag and run.key_measured and (fv := by_name.get(t.record.family)):
             kv = fv.key(t.record.key)
             flag = kv.fragile if kv else None
         if flag:
@@ -442,7 +442,9 @@ def item_page(run: Run, t: Trace, index: ItemIndex, families: Sequence[FamilyVie
         explanation=explain_letters(rec.chosen, rec.strict, turns[-1].response if turns else None),
         options=options, match_note=m.note, verified=m.verified, key=key,
         key_gpu_name=gpu_name(families, rec.key) if rec.key_measured else _known_gpu(rec.key),
-        fragile=fragile_of(key) if fragile_of(key) is not None else (kv.fragile if kv and rec.key_measured else None),
+        fragile=(None if not rec.key_measured else
+                 True if rec.key_fragile or fragile_of(key) or (kv is not None and kv.fragile) else
+                 fragile_of(key) if fragile_of(key) is not None else (kv.fragile if kv else None)),
         runner_up_ratio=ratio, ratio_source=ratio_source, start_ms=start_ms,
         intended=fam.intended_winner if fam else "", intended_reasoning=fam.intended_reasoning.strip() if fam else "",
         runtimes_svg=svg, family_known=fv is not None, set=fv.set if fv else "", task=str(data.get("task", "")),
