@@ -254,3 +254,21 @@ def test_families_are_read_with_their_keys_and_slips():
     fams = load_families(ROOT / "families", ROOT / "slips")
     assert {f.name for f in fams} == {p.name for p in (ROOT / "families").iterdir() if (p / "family.toml").is_file()}
     assert all(f.family is not None and not f.error for f in fams)
+
+
+def test_heatmap_columns_group_families_by_set():
+    """Classic first, then other sets; a family no longer in families/ takes its set from the task name."""
+    from plugins.score.tally import Record
+    from plugins.site.runs import Run, Trace
+
+    def trace(family: str, task: str) -> Trace:
+        rec = Record(item=f"{family}/full/forward", family=family, condition="full", order="forward", pass_index=1,
+                     expected="A", chosen="A", strict="A", outcome="correct")
+        return Trace(rec, {"task": task}, None, {})
+
+    run = Run(name="r", folder=Path("r"), model="m", model_id="", base_url="", mode="one-step", key="k",
+              traces=(trace("zz_gone", "kernel-compass-hard-full-forward"), trace("aa_gone", "kernel-compass-full-forward"),
+                      trace("clamp_smem", "kernel-compass-full-forward")),
+              scores=(), notes=(), read_from="test", problems=())
+    fams = load_families(ROOT / "families", ROOT / "slips")
+    assert pages.family_columns([run], fams) == [("aa_gone", "classic"), ("clamp_smem", "classic"), ("zz_gone", "hard")]
