@@ -1,16 +1,17 @@
 // As the start, but O stays in four accumulator fragments for the whole key loop
 // and P V accumulates into them. P uses a row reference max m that moves only
-// when a row's max rises by more than 8 (then p <= e^8, which fp16 holds); only
-// then does the warp round-trip O through its S buffer to rescale the rows.
+// when some row's max in the warp rises by more than 8 (so p <= e^8, which fp16
+// holds); only then does the warp round-trip O through its shared O tile to
+// rescale the rows. The shared O tile is otherwise used once, for O / l.
 #include <mma.h>
 #include <cuda_fp16.h>
 using namespace nvcuda;
 
-#define HD 64
-#define BR 64
-#define BC 32
-#define LDK 72
-#define LDP 40
+#define HD 64    // head dimension
+#define BR 64    // query rows per CTA
+#define BC 32    // keys per step
+#define LDK 72   // halves per K/V row in shared memory
+#define LDP 40   // halves per P row
 
 extern "C" __global__ void k0(const __half* __restrict__ q, const __half* __restrict__ k,
                               const __half* __restrict__ v, __half* __restrict__ o,
@@ -20,6 +21,7 @@ extern "C" __global__ void k0(const __half* __restrict__ q, const __half* __rest
     __shared__ __align__(32) __half vs[BC * LDK];
     __shared__ __align__(32) float ss[4][16 * BC];
     __shared__ __align__(32) __half ps[4][16 * LDP];
+    __shared__ __align__(32) float os[4][16 * HD];
     __shared__ float al[4][16];
 
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
@@ -36,7 +38,7 @@ extern "C" __global__ void k0(const __half* __restrict__ q, const __half* __rest
 #pragma unroll
     for (int n = 0; n < 4; ++n) wmma::fill_fragment(of[n], 0.0f);
 
-    const int r = lane >> 1, hf = lane & 1;
+    const int r = lane >> 1, hf = lane & 1;   // this lane's row and half of the S row
     float m = __int_as_float(0xff800000), l = 0.0f;
 
     for (int kb = 0; kb < SK; kb += BC) {
@@ -47,6 +49,7 @@ extern "C" __global__ void k0(const __half* __restrict__ q, const __half* __rest
         }
         __syncthreads();
 
+        // S = Q K^T for 16 rows x 32 keys
 #pragma unroll
         for (int n = 0; n < 2; ++n) {
             wmma::fragment<wmma::accumulator, 16, 16, 16, float> sf;
@@ -61,6 +64,8 @@ extern "C" __global__ void k0(const __half* __restrict__ q, const __half* __rest
         }
         __syncwarp();
 
+        // row max; the reference max m moves (for every row of the warp) only
+        // when some row rises by more than 8; P = exp(S * scale - m) in fp16
         const float* srow = ss[w] + r * BC + hf * 16;
         float x[16];
         float mx = __int_as_float(0xff800000);
@@ -70,7 +75,6 @@ extern "C" __global__ void k0(const __half* __restrict__ q, const __half* __rest
             mx = fmaxf(mx, x[j]);
         }
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1)) * scale;
-        // the reference max moves (for every row of the warp) only when some row rises by more than 8
         const bool move = __any_sync(0xffffffffu, mx > m + 8.0f);
         const float mn = move ? fmaxf(m, mx) : m;
         const float alpha = expf(m - mn);
@@ -85,28 +89,29 @@ extern "C" __global__ void k0(const __half* __restrict__ q, const __half* __rest
         sum += __shfl_xor_sync(0xffffffffu, sum, 1);
         l = l * alpha + sum;
         m = mn;
-        if (move && kb > 0) {
-            // rescale O through the S buffer, 32 columns at a time
-            if (hf == 0) al[w][r] = alpha;
-#pragma unroll
-            for (int h2 = 0; h2 < 2; ++h2) {
-                __syncwarp();
-                wmma::store_matrix_sync(ss[w], of[2 * h2], BC, wmma::mem_row_major);
-                wmma::store_matrix_sync(ss[w] + 16, of[2 * h2 + 1], BC, wmma::mem_row_major);
-                __syncwarp();
-                for (int i = lane; i < 16 * BC / 4; i += 32) {
-                    float4 t = ((float4*)ss[w])[i];
-                    const float a = al[w][i >> 3];
-                    t.x *= a; t.y *= a; t.z *= a; t.w *= a;
-                    ((float4*)ss[w])[i] = t;
-                }
-                __syncwarp();
-                wmma::load_matrix_sync(of[2 * h2], ss[w], BC, wmma::mem_row_major);
-                wmma::load_matrix_sync(of[2 * h2 + 1], ss[w] + 16, BC, wmma::mem_row_major);
-            }
-        }
+        if (hf == 0) al[w][r] = alpha;
         __syncwarp();
 
+        // a moved max (after the first step): O = alpha * O through the shared O tile
+        if (move && kb > 0) {
+#pragma unroll
+            for (int n = 0; n < 4; ++n)
+                wmma::store_matrix_sync(os[w] + n * 16, of[n], HD, wmma::mem_row_major);
+            __syncwarp();
+#pragma unroll 1
+            for (int i = lane; i < 16 * HD / 4; i += 32) {
+                float4 t = ((float4*)os[w])[i];
+                const float a = al[w][i >> 4];
+                t.x *= a; t.y *= a; t.z *= a; t.w *= a;
+                ((float4*)os[w])[i] = t;
+            }
+            __syncwarp();
+#pragma unroll
+            for (int n = 0; n < 4; ++n)
+                wmma::load_matrix_sync(of[n], os[w] + n * 16, HD, wmma::mem_row_major);
+        }
+
+        // O += P V in the accumulator fragments
         wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> pf[2];
 #pragma unroll
         for (int kk = 0; kk < 2; ++kk)
@@ -123,20 +128,17 @@ extern "C" __global__ void k0(const __half* __restrict__ q, const __half* __rest
         __syncthreads();
     }
 
-    // O / l through the S buffer, 32 columns at a time, written as fp16
-    if (hf == 0) al[w][r] = 1.0f / l;
+    // O / l, written as fp16
 #pragma unroll
-    for (int h2 = 0; h2 < 2; ++h2) {
-        __syncwarp();
-        wmma::store_matrix_sync(ss[w], of[2 * h2], BC, wmma::mem_row_major);
-        wmma::store_matrix_sync(ss[w] + 16, of[2 * h2 + 1], BC, wmma::mem_row_major);
-        __syncwarp();
-        for (int i = lane; i < 16 * BC / 4; i += 32) {
-            const float4 t = ((float4*)ss[w])[i];
-            const float a = al[w][i >> 3];
-            __half2* dst = (__half2*)&o[(head * SQ + q0 + (i >> 3)) * HD + h2 * 32 + (i & 7) * 4];
-            dst[0] = __floats2half2_rn(t.x * a, t.y * a);
-            dst[1] = __floats2half2_rn(t.z * a, t.w * a);
-        }
+    for (int n = 0; n < 4; ++n)
+        wmma::store_matrix_sync(os[w] + n * 16, of[n], HD, wmma::mem_row_major);
+    if (hf == 0) al[w][r] = 1.0f / l;
+    __syncwarp();
+    for (int i = lane; i < 16 * HD / 4; i += 32) {
+        const float4 t = ((float4*)os[w])[i];
+        const float a = al[w][i >> 4];
+        __half2* dst = (__half2*)&o[(head * SQ + q0 + (i >> 4)) * HD + (i & 15) * 4];
+        dst[0] = __floats2half2_rn(t.x * a, t.y * a);
+        dst[1] = __floats2half2_rn(t.z * a, t.w * a);
     }
 }

@@ -1,21 +1,17 @@
-// One CTA per token with 8 threads per head (q heads, then k heads; at least
-// 32 threads): the token's 64 (cos, sin) pairs (512 B) are loaded once into
-// shared memory, then each thread rotates 8 consecutive pairs of one head with
-// 16-byte accesses.
+// One CTA per token with 8 threads for each of its HQ + HK heads (q heads, then
+// k heads): each thread rotates 8 consecutive pairs of one head with 16-byte
+// accesses and reads their cos/sin (four float4) from the token's table row,
+// which all the CTA's heads read at the same time.
 #include <cuda_bf16.h>
 
 extern "C" __global__ void k0(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
                               const float* __restrict__ cs, const int* __restrict__ pos,
                               __nv_bfloat16* __restrict__ qo, __nv_bfloat16* __restrict__ ko, int T, int HQ)
 {
-    __shared__ float4 cst[32];
-    const int t = blockIdx.x;
-    if (threadIdx.x < 32) cst[threadIdx.x] = ((const float4*)(cs + (long long)pos[t] * 128))[threadIdx.x];
-    __syncthreads();
-
-    const int h = threadIdx.x >> 3, g = (threadIdx.x & 7) * 8;
+    const int t = blockIdx.x, h = threadIdx.x >> 3, g = (threadIdx.x & 7) * 8;
     const __nv_bfloat16* x = h < HQ ? q + ((long long)h * T + t) * 128 : k + ((long long)(h - HQ) * T + t) * 128;
     __nv_bfloat16* y = h < HQ ? qo + ((long long)h * T + t) * 128 : ko + ((long long)(h - HQ) * T + t) * 128;
+    const float4* c4 = (const float4*)(cs + ((long long)pos[t] * 64 + g) * 2);
     const uint4 a = *(const uint4*)(x + g);
     const uint4 b = *(const uint4*)(x + g + 64);
     const __nv_bfloat162* a2 = (const __nv_bfloat162*)&a;
@@ -25,7 +21,7 @@ extern "C" __global__ void k0(const __nv_bfloat16* __restrict__ q, const __nv_bf
     __nv_bfloat162* rb2 = (__nv_bfloat162*)&rb;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-        const float4 c = cst[g / 2 + e];         // (cos, sin) of pairs g + 2e and g + 2e + 1
+        const float4 c = c4[e];                  // (cos, sin) of pairs g + 2e and g + 2e + 1
         const float2 x1 = __bfloat1622float2(a2[e]);
         const float2 x2 = __bfloat1622float2(b2[e]);
         ra2[e] = __floats2bfloat162_rn(x1.x * c.x - x2.x * c.y, x1.y * c.z - x2.y * c.w);

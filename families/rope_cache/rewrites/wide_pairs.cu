@@ -1,6 +1,6 @@
-// One launch for q and k (grid.y = HQ + HK heads, k after q): each thread
-// rotates 8 consecutive pairs of one token with 16-byte accesses to x and y and
-// reads their cos/sin as four float4; grid.y is the head, as in the start.
+// As the start (grid.y = head, head-major order), but each thread rotates 8
+// consecutive pairs of one token with 16-byte accesses to x and y and reads
+// their cos/sin as four float4.
 #include <cuda_bf16.h>
 
 extern "C" __global__ void k0(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
@@ -9,8 +9,7 @@ extern "C" __global__ void k0(const __nv_bfloat16* __restrict__ q, const __nv_bf
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;   // token * 8 + group of 8 pairs
     if (i >= T * 8) return;
-    const int g = (i & 7) * 8, t = i >> 3;
-    const int h = blockIdx.y;
+    const int g = (i & 7) * 8, t = i >> 3, h = blockIdx.y;
     const __nv_bfloat16* x = h < HQ ? q + ((long long)h * T + t) * 128 : k + ((long long)(h - HQ) * T + t) * 128;
     __nv_bfloat16* y = h < HQ ? qo + ((long long)h * T + t) * 128 : ko + ((long long)(h - HQ) * T + t) * 128;
     const float4* c4 = (const float4*)(cs + ((long long)pos[t] * 64 + g) * 2);
