@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any, Callable, Mapping
 
 from plugins.family.cuda_source import POINTER_ONLY_CTYPES, KernelSignature, SourceError, kernel_signatures, strip_comments
+from plugins.family.compile import ARCHS
 from plugins.family.dtypes import DTYPE_NAMES
 from plugins.family.plan import (
     BufferArg,
@@ -67,7 +68,13 @@ TOP_FIELDS = {
     "name", "set", "computes", "bound", "constraints", "sizes", "params", "buffers",
     "start", "rewrites", "wrong", "intended",
 }
+OPTIONAL_HARD_FIELDS = {"targets", "gpu_gate_only", "pair"}  # optional, for the hard set
+TOP_FIELDS |= OPTIONAL_HARD_FIELDS
 CANDIDATE_FIELDS = {"id", "file", "text", "defect", "launch", "zero_before"}
+CANDIDATE_FIELDS |= {"allow_spills"}  # optional: spills by design (recorded, not failed)
+# Targets a family may declare (default: ARCHS). sm_90a is Hopper-only (wgmma, TMA).
+KNOWN_TARGETS = ("sm_90", "sm_90a", "sm_100", "sm_121")
+MAX_CLUSTER = 8  # portable cluster size; larger needs a non-portable launch attribute
 LAUNCH_FIELDS = {"kernel", "grid", "block", "shared_bytes", "args", "cooperative"}
 BUFFER_FIELDS = {"dtype", "count", "role", "tolerance"}
 TOLERANCE_FIELDS = {"kind", "rtol", "atol", "steps"}
@@ -130,6 +137,7 @@ class Candidate:
     zero_before: tuple[str, ...] = ()
     text: str = ""  # option text for rewrites, the defect for wrong variants
     signatures: Mapping[str, KernelSignature] = field(default_factory=dict, compare=False)
+    allow_spills: bool = False  # spills by design: ptxas spill bytes are recorded instead of failing
 
     @property
     def code(self) -> str:
@@ -155,6 +163,14 @@ class Family:
     intended_winner: str
     intended_reasoning: str
     set: str = DEFAULT_SET
+    targets: tuple[str, ...] = ARCHS  # compiled, measured and asked only for these
+    gpu_gate_only: Mapping[str, str] = field(default_factory=dict)  # candidate id -> why the emulator cannot gate it
+    pair: str = ""  # the family sharing this one's kernel sources, differing only in shape
+
+    def targets_gpu(self, compute_capability: str) -> bool:
+        """Whether a GPU of compute capability "9.0" (sm_90) is one this family declares."""
+        arch = "sm_" + compute_capability.replace(".", "")
+        return any(t.rstrip("a") == arch for t in self.targets)
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:
@@ -356,6 +372,7 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
         zero_before=tuple(zero),
         text=text.strip(),
         signatures=sigs,
+        allow_spills=_expect(raw.get("allow_spills", False), bool, file, where + "allow_spills", "true or false"),
     )
 
 
@@ -414,6 +431,25 @@ def _validate_plan(fam: Family, cand: Candidate, file: str, where: str) -> None:
                     raise FamilyError(file, w + "args", f"{a} is not a number", "give it a numeric value")
                 if p.ctype not in ("float", "double") and not isinstance(value, int):
                     raise FamilyError(file, w + "args", f"{a} = {value!r} is passed to integer parameter {p.ctype} {p.name}", "pass an integer size or param")
+    for i, launch in enumerate(cand.launches):
+        cluster = cand.signatures[launch.kernel].cluster
+        if cluster is None:
+            continue
+        w = f"{where}launch[{i}]"
+        size = cluster[0] * cluster[1] * cluster[2]
+        if size > MAX_CLUSTER:
+            raise FamilyError(file, w + ".kernel", f"{launch.kernel} declares __cluster_dims__{cluster}, {size} CTAs per cluster", f"use at most {MAX_CLUSTER} (the portable cluster size)")
+        if launch.cooperative:
+            raise FamilyError(file, w + ".cooperative", f"{launch.kernel} is a cluster kernel (__cluster_dims__{cluster}) launched cooperatively", "launch cluster kernels with a plain launch")
+        for kind in ("timing", "gate", "tiny"):
+            for k, shape in enumerate(fam.shapes(kind)):
+                for sm in SM_COUNTS_CHECKED:
+                    try:
+                        grid = fam.resolve(cand, shape, sm)[i].grid
+                    except (ExprError, KeyError, ZeroDivisionError, TypeError):
+                        continue  # reported below with its reason
+                    if any(g % c for g, c in zip(grid, cluster)):
+                        raise FamilyError(file, w + ".grid", f"grid {grid} for sizes.{kind}[{k}] is not a multiple of {launch.kernel}'s __cluster_dims__{cluster}", "make every grid dimension a multiple of the cluster's")
     for z in cand.zero_before:
         if z not in buffers:
             raise FamilyError(file, where + "zero_before", f"{z!r} is not a buffer", "name a declared buffer")
@@ -434,6 +470,38 @@ def _validate_plan(fam: Family, cand: Candidate, file: str, where: str) -> None:
                         raise FamilyError(file, w + ".shared_bytes", f"{r.shared_bytes} bytes for sizes.{kind}[{k}]", "use 0 to 49152 bytes of dynamic shared memory")
 
 
+def _hard_fields(raw: Mapping[str, Any], file: str, name: str, ids: list[str]) -> tuple[tuple[str, ...], dict[str, str], str]:
+    """targets, gpu_gate_only and pair: optional fields, read and checked on their own."""
+    targets = _expect(raw.get("targets", list(ARCHS)), list, file, "targets", 'a list such as ["sm_90", "sm_100", "sm_121"]')
+    if not targets:
+        raise FamilyError(file, "targets", "is empty", f"list the targets the family supports, from {KNOWN_TARGETS}")
+    for t in targets:
+        if t not in KNOWN_TARGETS:
+            raise FamilyError(file, "targets", f"{t!r} is not a known target", f"use targets from {KNOWN_TARGETS}")
+    if len(set(targets)) != len(targets):
+        raise FamilyError(file, "targets", f"{targets} names a target twice", "list each once")
+    if "sm_90" in targets and "sm_90a" in targets:
+        raise FamilyError(file, "targets", "names both sm_90 and sm_90a", "keep sm_90a for Hopper-only code, else sm_90")
+    gpu_only: dict[str, str] = {}
+    for i, entry in enumerate(_expect(raw.get("gpu_gate_only", []), list, file, "gpu_gate_only", '[{ id = "...", why = "..." }]')):
+        w = f"gpu_gate_only[{i}]."
+        _expect(entry, dict, file, w[:-1], '{ id = "...", why = "..." }')
+        _check_fields(entry, {"id", "why"}, {"id", "why"}, file, w)
+        cid = _expect(entry["id"], str, file, w + "id", "a candidate id")
+        why = _expect(entry["why"], str, file, w + "why", "the reason the emulator cannot gate it").strip()
+        if cid not in ids:
+            raise FamilyError(file, w + "id", f"{cid!r} is not a candidate of {name}", f"use one of {ids}")
+        if cid in gpu_only:
+            raise FamilyError(file, w + "id", f"{cid!r} is listed twice", "list each candidate once")
+        if not why:
+            raise FamilyError(file, w + "why", "is empty", "say what the emulator cannot run (e.g. inline PTX mma)")
+        gpu_only[cid] = why
+    pair = _expect(raw.get("pair", ""), str, file, "pair", "the name of the family sharing this one's kernels")
+    if pair and (pair == name or not re.fullmatch(r"[a-z][a-z0-9_]*", pair)):
+        raise FamilyError(file, "pair", f"is {pair!r}", "name the other family of the pair (a directory under families/)")
+    return tuple(targets), gpu_only, pair
+
+
 def load_family(fam_dir: Path) -> Family:
     """Read and validate one family directory. Raises FamilyError."""
     fam_dir = Path(fam_dir)
@@ -448,7 +516,7 @@ def load_family(fam_dir: Path) -> Family:
     except tomllib.TOMLDecodeError as exc:
         raise FamilyError(file, "", f"is not valid TOML: {exc}", "correct the syntax at that line") from None
 
-    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set"}, file, "")
+    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set"} - OPTIONAL_HARD_FIELDS, file, "")
     name = _expect(raw["name"], str, file, "name", "the family name")
     if name != fam_dir.name:
         raise FamilyError(file, "name", f"is {name!r} but the directory is {fam_dir.name!r}", "make them equal")
@@ -539,11 +607,13 @@ def load_family(fam_dir: Path) -> Family:
     if intended["winner"] not in [r.id for r in rewrites]:
         raise FamilyError(file, "intended.winner", f"{intended['winner']!r} is not a rewrite id", f"use one of {[r.id for r in rewrites]}")
 
+    targets, gpu_only, pair = _hard_fields(raw, file, name, [c.id for c in (start, *rewrites, *wrong)])
     fam = Family(
         name=name, path=fam_dir, computes=computes.strip(), bound=bound, constraints=constraints,
         timing=timing, gate=gate, tiny=tiny, params=dict(params), buffers=tuple(buffers),
         start=start, rewrites=rewrites, wrong=wrong,
         intended_winner=intended["winner"], intended_reasoning=str(intended["reasoning"]).strip(), set=fam_set,
+        targets=targets, gpu_gate_only=gpu_only, pair=pair,
     )
 
     for kind in ("timing", "gate", "tiny"):

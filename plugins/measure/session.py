@@ -66,6 +66,7 @@ class FamilyOutcome:
     record: dict | None = None
     error: str = ""
     seconds: dict = field(default_factory=dict)
+    skipped: str = ""  # why the family is not measured on this GPU at all (its targets exclude it)
 
     def summary(self) -> dict:
         rk = self.ranking.ranking if self.ranking else None
@@ -77,7 +78,7 @@ class FamilyOutcome:
             "ratio": rk.ratio if rk else None,
             "kept": rk.kept if rk else False,
             "noisy": rk.noisy if rk else False,
-            "reason": self.error or (rk.reason if rk else ""),
+            "reason": self.error or self.skipped or (rk.reason if rk else ""),
             "max_spread": max((s for s in spreads.values() if s is not None), default=None),
             "gate_problems": self.gate_problems,
             "slip": self.slip.get("status", "not run"),
@@ -156,9 +157,13 @@ class MeasureSession:
     def measure(self, fam: Family) -> FamilyOutcome:
         """Gate, time, rank and write the key; the slip comes later (`slip`)."""
         if fam.name not in self.outcomes:
+            cc = str(self.gpu.get("compute_capability") or "")
             if self.dead:
                 out = FamilyOutcome(fam.name, error=f"context: not measured, {self.dead}; rerun this family in a new process")
                 out.slip = {"status": "skipped", "reason": "the CUDA context was lost earlier in this process"}
+            elif cc and not fam.targets_gpu(cc):
+                out = FamilyOutcome(fam.name, skipped=f"{fam.name} targets {list(fam.targets)}, not this GPU (compute capability {cc})")
+                out.slip = {"status": "skipped", "reason": out.skipped}
             else:
                 out = self._measure(fam)
             self.outcomes[fam.name] = out

@@ -34,9 +34,10 @@ def test_compiles(compile_case, record_property):
         f"{fam.name}/{cand.id}/{arch}/{r.kernel}": {
             "registers": r.registers, "shared_bytes": r.shared_bytes, "stack_bytes": r.stack_bytes,
             "spill_store_bytes": r.spill_store_bytes, "spill_load_bytes": r.spill_load_bytes,
+            **({"allow_spills": True} if cand.allow_spills else {}),
         } for r in res.resources
     }))
-    problems = res.problems()
+    problems = res.problems(allow_spills=cand.allow_spills)
     if problems:
         pytest.fail(f"{cand.path}: " + "; ".join(problems), pytrace=False)
 

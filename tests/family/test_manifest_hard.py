@@ -103,3 +103,67 @@ def test_low_precision_scalar_parameter_is_refused(rowquant):
     (rowquant / "family.toml").write_text(text)
     err = error_of(rowquant)
     assert "scalar parameter alpha is __half" in str(err) and "convert inside the kernel" in str(err)
+
+
+# --------------------------------------------------------------------------- targets, allow_spills, gpu_gate_only, clusters
+
+
+def _set_top(d: Path, line: str) -> None:
+    edit(d / "family.toml", 'set = "hard"', f'set = "hard"\n{line}')
+
+
+def test_targets_default_and_declared(rowquant):
+    from plugins.family.catalog import Catalog
+    from plugins.family.compile import ARCHS
+
+    assert load_family(rowquant).targets == ARCHS
+    _set_top(rowquant, 'targets = ["sm_90a"]')
+    fam = load_family(rowquant)
+    assert fam.targets == ("sm_90a",) and fam.targets_gpu("9.0") and not fam.targets_gpu("12.1")
+    cases, ids = Catalog.load(rowquant.parent).cases("compile_case")
+    assert {c[2] for c in cases} == {"sm_90a"} and all(i.endswith("/sm_90a") for i in ids)
+
+
+@pytest.mark.parametrize(
+    "line, field_part, words",
+    [
+        ('targets = ["sm_80"]', "targets", "not a known target"),
+        ("targets = []", "targets", "is empty"),
+        ('targets = ["sm_90", "sm_90a"]', "targets", "both sm_90 and sm_90a"),
+        ('gpu_gate_only = [{ id = "nope", why = "inline PTX" }]', "gpu_gate_only[0].id", "not a candidate"),
+        ('gpu_gate_only = [{ id = "wide", why = " " }]', "gpu_gate_only[0].why", "is empty"),
+        ('gpu_gate_only = [{ id = "wide" }]', "gpu_gate_only[0].why", "missing"),
+        ('pair = 3', "pair", "expected"),
+    ],
+)
+def test_hard_field_errors_are_clear(rowquant, line, field_part, words):
+    _set_top(rowquant, line)
+    err = error_of(rowquant)
+    assert field_part == err.field and words in str(err), str(err)
+
+
+def test_gpu_gate_only_and_allow_spills_are_read(rowquant):
+    _set_top(rowquant, 'gpu_gate_only = [{ id = "packed", why = "inline PTX cvt (example)" }]')
+    edit(rowquant / "family.toml", 'file = "rewrites/narrow.cu"', 'file = "rewrites/narrow.cu"\nallow_spills = true')
+    fam = load_family(rowquant)
+    assert fam.gpu_gate_only == {"packed": "inline PTX cvt (example)"}
+    assert [c.id for c in fam.all_candidates if c.allow_spills] == ["narrow"]
+
+
+def test_spills_fail_unless_allowed():
+    from plugins.family.compile import CompileResult, KernelResources
+
+    res = CompileResult("sm_90", True, "", (KernelResources("k0", "sm_90", 128, 0, 0, 556, 444),), 0.0)
+    assert res.problems() == ["k0 on sm_90 spills: 556 B stores, 444 B loads"]
+    assert res.problems(allow_spills=True) == []
+
+
+def test_cluster_plans_are_checked(rowquant):
+    for f in [rowquant / "kernel.cu", *(rowquant / "rewrites").glob("*.cu"), *(rowquant / "wrong").glob("*.cu")]:
+        edit(f, '__global__ void k0', '__global__ void __cluster_dims__(2, 1, 1) k0')
+    err = error_of(rowquant)  # the gate shapes have 3 and 5 rows: odd grids
+    assert err.field == "start.launch[0].grid" and "not a multiple of k0's __cluster_dims__(2, 1, 1)" in str(err)
+    for f in [rowquant / "kernel.cu", *(rowquant / "rewrites").glob("*.cu"), *(rowquant / "wrong").glob("*.cu")]:
+        edit(f, '__cluster_dims__(2, 1, 1)', '__cluster_dims__(16, 1, 1)')
+    err = error_of(rowquant)
+    assert "16 CTAs per cluster" in str(err) and "at most 8" in str(err)
