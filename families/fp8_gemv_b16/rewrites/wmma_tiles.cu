@@ -1,9 +1,10 @@
 // Tensor cores: 128-thread CTA of 4 warps, 16 rows of W per warp (64 per CTA).
 // Per 256-wide k chunk the CTA stages X[0..15][chunk] (fp16) in shared memory;
-// each warp loads its 16 x 256 fp8 tile (8 16-byte loads per lane), and for
-// each 64-wide part converts it to fp16 (fp8x2 -> half2) into a per-warp
-// shared tile and runs four 16x16x16 WMMA steps (X tile as matrix_a, the W tile
-// as col-major matrix_b, fp32 accumulator = Y^T block of 16 tokens x 16 rows).
+// each warp holds its 16 x 256 fp8 tile in registers (8 16-byte loads per
+// lane, issued one chunk ahead), and for each 64-wide part converts it to fp16
+// (fp8x2 -> half2) into a per-warp shared tile and runs four 16x16x16 WMMA
+// steps (X tile as matrix_a, the W tile as col-major matrix_b, fp32
+// accumulator = Y^T block of 16 tokens x 16 rows).
 #include <mma.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -26,12 +27,18 @@ extern "C" __global__ void k0(const __nv_fp8_e4m3* __restrict__ W, const __half*
 
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
     wmma::fill_fragment(acc, 0.0f);
+    uint4 wv[8];
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+        wv[2 * p] = *(const uint4*)(wr + p * 64);
+        wv[2 * p + 1] = *(const uint4*)(wr + p * 64 + 16);
+    }
     for (int kb = 0; kb < K; kb += KC) {
-        uint4 wv[8];
+        uint4 wn[8];   // the next chunk's W, in flight during this chunk
 #pragma unroll
         for (int p = 0; p < 4; ++p) {
-            wv[2 * p] = *(const uint4*)(wr + kb + p * 64);
-            wv[2 * p + 1] = *(const uint4*)(wr + kb + p * 64 + 16);
+            wn[2 * p] = kb + KC < K ? *(const uint4*)(wr + kb + KC + p * 64) : wv[2 * p];
+            wn[2 * p + 1] = kb + KC < K ? *(const uint4*)(wr + kb + KC + p * 64 + 16) : wv[2 * p + 1];
         }
         __syncthreads();
         for (int i = tid; i < 16 * KC / 8; i += 128) {
@@ -64,6 +71,8 @@ extern "C" __global__ void k0(const __nv_fp8_e4m3* __restrict__ W, const __half*
                 wmma::mma_sync(acc, xf, wf, acc);
             }
         }
+#pragma unroll
+        for (int e = 0; e < 8; ++e) wv[e] = wn[e];
     }
     wmma::store_matrix_sync(ys[w], acc, 16, wmma::mem_row_major);   // [token][row]
     __syncwarp();
