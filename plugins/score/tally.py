@@ -32,6 +32,7 @@ class Record:
     outcome: str  # one of OUTCOMES
     key_measured: bool = True
     key: str = ""  # whose measurements are the answer key (GPU slug)
+    key_fragile: bool = False  # the family's key is kept but its ratio interval reaches below 1.08
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -143,6 +144,7 @@ class FamilyScore:
     family: str
     conditions: Mapping[str, Cell]
     total: Cell
+    key_fragile: bool = False
 
 
 @dataclass(frozen=True)
@@ -174,7 +176,8 @@ def score_pass(records: Iterable[Record]) -> Score:
     for fam in sorted({r.family for r in rs}):
         fr = [r for r in rs if r.family == fam]
         families.append(
-            FamilyScore(fam, {c: cell(r for r in fr if r.condition == c) for c in CONDITIONS}, cell(fr))
+            FamilyScore(fam, {c: cell(r for r in fr if r.condition == c) for c in CONDITIONS}, cell(fr),
+                        key_fragile=any(r.key_fragile for r in fr))
         )
     return Score(
         pass_index=passes.pop() if passes else 1,
@@ -220,7 +223,9 @@ def score_json(s: Score) -> dict:
         "paired_full_vs_source": {"pairs": s.paired.pairs, "b_source_only": s.paired.b,
                                   "c_full_only": s.paired.c, "p_exact_mcnemar": s.paired.p},
         "families": {
-            f.family: {"total": cell_json(f.total), **{c: cell_json(v) for c, v in f.conditions.items()}}
+            f.family: {"total": cell_json(f.total), **{c: cell_json(v) for c, v in f.conditions.items()},
+                       "key_fragile": f.key_fragile}
             for f in s.families
         },
+        "fragile_families": [f.family for f in s.families if f.key_fragile],
     }

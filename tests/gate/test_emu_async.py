@@ -85,13 +85,17 @@ def test_bulk_store_from_shared_memory_and_exit_without_wait():
         run("k5", [("wait", 0)], n=NB * 256)
 
 
-def test_transaction_count_barrier_and_its_mismatch():
-    from plugins.gate.emulate import EmuLaunchError
+@pytest.mark.parametrize("arrive_first", [0, 1], ids=["copy-then-arrive", "arrive-then-copy"])
+def test_transaction_count_barrier_and_its_mismatches(arrive_first):
+    from plugins.gate.emulate import EmuLaunchError, EmuTimeout
 
-    x, got = run("k6", [("tx", 1024)], n=NB * 256)
+    x, got = run("k6", [("tx", 1024), ("arrive_first", arrive_first)], n=NB * 256)
     np.testing.assert_array_equal(got["out"], 8 * x[: NB * 256])
-    with pytest.raises(EmuLaunchError, match=r"expected 2048 transaction bytes but its copies delivered 1024; .*never complete"):
-        run("k6", [("tx", 2048)], n=NB * 256)
+    with pytest.raises(EmuLaunchError, match=r"no thread can make progress.*wait at cuda::barrier::wait") as info:
+        run("k6", [("tx", 2048), ("arrive_first", arrive_first)], n=NB * 256)  # more bytes declared than copied: a hang
+    assert not isinstance(info.value, EmuTimeout)
+    with pytest.raises(EmuLaunchError, match=r"copies carry 1024 transaction bytes but only 512 were declared"):
+        run("k6", [("tx", 512), ("arrive_first", arrive_first)], n=NB * 256)
 
 
 def test_annotated_ptr_atomic_ref_and_match_any():

@@ -119,3 +119,9 @@ def test_barrier_that_can_never_complete_is_reported_not_hung():
 
     with pytest.raises(EmuLaunchError, match=r"no thread can make progress.*64 wait at cuda::barrier::wait"):
         run("k4", (1,), 64, [BufferArg("out")], {"out": np.zeros(64, np.float32)}, timeout_s=30)
+
+
+def test_cluster_along_y_maps_arrays_and_elements():
+    got = run("k5", (1, 8), 64, [BufferArg("out")], {"out": np.zeros(8 * 64, np.float32)})
+    neighbour = (np.arange(8) % 4 + 1) % 4
+    np.testing.assert_array_equal(got["out"].reshape(8, 64), np.repeat(12.0 * neighbour[:, None], 64, axis=1))
