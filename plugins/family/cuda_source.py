@@ -48,8 +48,9 @@ class KernelSignature:
 class SourceError(ValueError):
     """A kernel source that cannot be read as SparkTrace expects."""
 
-    def __init__(self, message: str, line: int | None = None):
+    def __init__(self, message: str, line: int | None = None, fix: str | None = None):
         self.line = line
+        self.fix = fix  # how to correct it, when it differs from the caller's general advice
         super().__init__(message)
 
 
@@ -291,8 +292,9 @@ def _parse_param(text: str, kernel: str) -> Param:
     base = " ".join(t for t in head if t not in _QUALIFIERS and t != "*")
     if base not in CTYPE_DTYPES:
         raise SourceError(
-            f"kernel {kernel}: parameter {name} has type {base!r}; "
-            f"use one of {sorted(set(CTYPE_DTYPES))}"
+            f"kernel {kernel}: parameter {name} has type {base!r}, which SparkTrace does not pass",
+            fix=f"use one of {sorted(set(CTYPE_DTYPES))} (families/README.md, 'Pointer and scalar types'); "
+            "long long for a count past 2^31",
         )
     return Param(name=name, ctype=base, pointer=bool(pointer), const=const)
 
@@ -309,8 +311,44 @@ def kernel_signatures(src: str) -> dict[str, KernelSignature]:
                 _parse_param(p, name) for p in plist.split(",") if p.strip() and p.strip() != "void"
             )
         except SourceError as exc:
-            raise SourceError(str(exc), line) from None
+            raise SourceError(str(exc), line, exc.fix) from None
         if name in found:
             raise SourceError(f"kernel {name} is defined twice", line)
         found[name] = KernelSignature(name=name, params=params)
     return found
+
+
+# Constructs the source conventions forbid (families/README.md): each as
+# (pattern over comment-blanked code, what it is, the fix).
+_FORBIDDEN = (
+    (re.compile(r"\b__launch_bounds__\b"), "__launch_bounds__",
+     "remove it: every candidate gets the same compile options and no launch bounds"),
+    (re.compile(r"\b(?:asm|__asm__|__asm)\b"), "inline assembly (asm)",
+     "write it in CUDA C++: no inline PTX (the CPU emulator cannot run it, and the options must compare source)"),
+    (re.compile(r"#\s*pragma\s+(?:nv_|STDC\s+FP_CONTRACT)", re.I), "a compiler pragma",
+     "remove it: every candidate gets the same compile options"),
+)
+_GLOBAL = re.compile(r"\b__global__\b")
+_EXTERN_C_GLOBAL = re.compile(r'extern\s+"C"\s+__global__$')
+
+
+def forbidden_constructs(src: str) -> list[tuple[int, str, str]]:
+    """(line, what, fix) for each construct the source conventions rule out, in source order.
+
+    Why: `__launch_bounds__` or inline PTX otherwise surface as a misleading
+    parse error or an assembler error from the emulator, and a `__global__`
+    without extern "C" as a kernel "not defined".
+    """
+    code = blank_comments(src)
+    code_only = "".join(
+        code[s.start:s.end] if s.kind == "code" else " " * (s.end - s.start) for s in segments(code)
+    )  # string and character literals blanked too: "asm" in a string is not assembly
+    found = []
+    for pattern, what, fix in _FORBIDDEN:
+        for m in pattern.finditer(code_only):
+            found.append((_line_of(src, m.start()), what, fix))
+    for m in _GLOBAL.finditer(code_only):
+        if not _EXTERN_C_GLOBAL.search(" ".join(code[max(0, m.start() - 40):m.end()].split())):
+            found.append((_line_of(src, m.start()), '__global__ without extern "C"',
+                          'declare every entry point as extern "C" __global__ void kN(...)'))
+    return sorted(found)
