@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 KEY    ?=
 JOBS   ?= 2
 
-.PHONY: run test dry-run family install install-local-model measure-gpu clean
+.PHONY: run test dry-run family report install install-local-model measure-gpu clean
 
 $(VENV)/.installed: requirements.txt constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ family: | $(if $(wildcard $(BIN)/pytest),,$(VENV)/.installed)
 
 measure-gpu:
 	bash scripts/measure-gpu.sh reports/measure
+
+# The report site from every run folder under reports/runs/: open reports/site/index.html
+# (offline, from disk). Regenerated whole; not committed.
+report: $(VENV)/.installed
+	$(BIN)/python -m plugins.site reports/runs --out reports/site
 
 clean:
 	rm -rf $(VENV) .cache

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from plugins.family.compile import ARCHS
 from plugins.atomicio import write_json_atomic
 from plugins.family.manifest import Candidate, Discovered, Family, discover
 
@@ -47,7 +46,7 @@ class Catalog:
             pairs = [(f, c) for f in self.families for c in f.all_candidates]
             return pairs, [f"{f.name}/{c.id}" for f, c in pairs]
         if argname == "compile_case":
-            triples = [(f, c, a) for f in self.families for c in f.all_candidates for a in ARCHS]
+            triples = [(f, c, a) for f in self.families for c in f.all_candidates for a in f.targets]
             return triples, [f"{f.name}/{c.id}/{a}" for f, c, a in triples]
         return None
 

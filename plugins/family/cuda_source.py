@@ -22,7 +22,19 @@ CTYPE_DTYPES: dict[str, str] = {
     "unsigned long long int": "uint64",
     "unsigned char": "uint8",
     "uint8_t": "uint8",
+    # low-precision element types: pointer parameters only (buffers of 1- and 2-byte values)
+    "__nv_bfloat16": "bfloat16",
+    "nv_bfloat16": "bfloat16",
+    "__half": "float16",
+    "half": "float16",
+    "__nv_fp8_e4m3": "float8_e4m3",
+    "__nv_fp8_storage_t": "float8_e4m3",
+    "signed char": "int8",
+    "int8_t": "int8",
 }
+# C types a kernel may point to but never take by value (no scalar of these is passed).
+POINTER_ONLY_CTYPES = frozenset({"__nv_bfloat16", "nv_bfloat16", "__half", "half", "__nv_fp8_e4m3",
+                                 "__nv_fp8_storage_t", "signed char", "int8_t"})
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,12 @@ class Param:
 class KernelSignature:
     name: str
     params: tuple[Param, ...]
+    # __cluster_dims__(x, y, z) on the kernel: the thread-block cluster shape, else None
+    cluster: tuple[int, int, int] | None = None
+
+    @property
+    def cluster_size(self) -> int:
+        return 1 if self.cluster is None else self.cluster[0] * self.cluster[1] * self.cluster[2]
 
 
 class SourceError(ValueError):
@@ -270,9 +288,12 @@ def check_brackets(src: str) -> None:
         raise SourceError(f"this '{opener}' is never closed (a missing closing bracket after it)", oline)
 
 
+# Kernel attributes that may stand around `void`: __launch_bounds__(...), __cluster_dims__(...).
+_ATTR = r"(?:(?:__launch_bounds__|__cluster_dims__|__maxnreg__)\s*\([^()]*\)\s*)*"
 _ENTRY = re.compile(
-    r'extern\s+"C"\s+__global__\s+void\s+([A-Za-z_]\w*)\s*\(([^)]*)\)', re.S
+    r'extern\s+"C"\s+' + _ATTR + r"__global__\s+" + _ATTR + r"void\s+" + _ATTR + r"([A-Za-z_]\w*)\s*\(([^)]*)\)", re.S
 )
+_CLUSTER = re.compile(r"__cluster_dims__\s*\(([^()]*)\)")
 _QUALIFIERS = {"const", "__restrict__", "__restrict", "restrict", "volatile"}
 
 
@@ -299,6 +320,19 @@ def _parse_param(text: str, kernel: str) -> Param:
     return Param(name=name, ctype=base, pointer=bool(pointer), const=const)
 
 
+def _cluster_dims(head: str, kernel: str) -> tuple[int, int, int] | None:
+    m = _CLUSTER.search(head)
+    if m is None:
+        return None
+    parts = [p.strip() for p in m.group(1).split(",") if p.strip()]
+    if not 1 <= len(parts) <= 3 or not all(re.fullmatch(r"\d+", p) for p in parts):
+        raise SourceError(f"kernel {kernel}: __cluster_dims__({m.group(1).strip()}) must list 1 to 3 integer literals")
+    dims = tuple(int(p) for p in parts) + (1,) * (3 - len(parts))
+    if min(dims) < 1:
+        raise SourceError(f"kernel {kernel}: __cluster_dims__{dims} has an empty dimension")
+    return (dims[0], dims[1], dims[2])
+
+
 def kernel_signatures(src: str) -> dict[str, KernelSignature]:
     """Every `extern "C" __global__ void` entry point, in source order."""
     code = blank_comments(src)  # same offsets as src, so errors carry src's line numbers
@@ -314,41 +348,41 @@ def kernel_signatures(src: str) -> dict[str, KernelSignature]:
             raise SourceError(str(exc), line, exc.fix) from None
         if name in found:
             raise SourceError(f"kernel {name} is defined twice", line)
-        found[name] = KernelSignature(name=name, params=params)
+        try:
+            cluster = _cluster_dims(m.group(0), name)
+        except SourceError as exc:
+            raise SourceError(str(exc), line) from None
+        found[name] = KernelSignature(name=name, params=params, cluster=cluster)
     return found
 
 
-# Constructs the source conventions forbid (families/README.md): each as
-# (pattern over comment-blanked code, what it is, the fix).
-_FORBIDDEN = (
-    (re.compile(r"\b__launch_bounds__\b"), "__launch_bounds__",
-     "remove it: every candidate gets the same compile options and no launch bounds"),
-    (re.compile(r"\b(?:asm|__asm__|__asm)\b"), "inline assembly (asm)",
-     "write it in CUDA C++: no inline PTX (the CPU emulator cannot run it, and the options must compare source)"),
-    (re.compile(r"#\s*pragma\s+(?:nv_|STDC\s+FP_CONTRACT)", re.I), "a compiler pragma",
-     "remove it: every candidate gets the same compile options"),
+# Constructs the source conventions restrict (families/README.md): each as
+# (kind, pattern over code without comments or literals, what it is). The
+# manifest decides per family set and candidate which kinds are errors.
+_RESTRICTED = (
+    ("launch_bounds", re.compile(r"\b(?:__launch_bounds__|__maxnreg__)\b"), "__launch_bounds__ / __maxnreg__"),
+    ("asm", re.compile(r"\b(?:asm|__asm__|__asm)\b"), "inline assembly (asm)"),
 )
 _GLOBAL = re.compile(r"\b__global__\b")
-_EXTERN_C_GLOBAL = re.compile(r'extern\s+"C"\s+__global__$')
+_EXTERN_C_GLOBAL = re.compile(r'extern\s+"C"\s+' + _ATTR + r"__global__$")
 
 
-def forbidden_constructs(src: str) -> list[tuple[int, str, str]]:
-    """(line, what, fix) for each construct the source conventions rule out, in source order.
+def restricted_constructs(src: str) -> list[tuple[int, str, str]]:
+    """(line, kind, what) for each restricted construct, in source order: kinds
+    `launch_bounds`, `asm` and `not_extern_c` (a __global__ without extern "C").
 
-    Why: `__launch_bounds__` or inline PTX otherwise surface as a misleading
-    parse error or an assembler error from the emulator, and a `__global__`
-    without extern "C" as a kernel "not defined".
+    Why: inline PTX otherwise surfaces as an assembler error from the emulator,
+    and a __global__ without extern "C" as a kernel "not defined".
     """
     code = blank_comments(src)
     code_only = "".join(
         code[s.start:s.end] if s.kind == "code" else " " * (s.end - s.start) for s in segments(code)
     )  # string and character literals blanked too: "asm" in a string is not assembly
     found = []
-    for pattern, what, fix in _FORBIDDEN:
+    for kind, pattern, what in _RESTRICTED:
         for m in pattern.finditer(code_only):
-            found.append((_line_of(src, m.start()), what, fix))
+            found.append((_line_of(src, m.start()), kind, what))
     for m in _GLOBAL.finditer(code_only):
-        if not _EXTERN_C_GLOBAL.search(" ".join(code[max(0, m.start() - 40):m.end()].split())):
-            found.append((_line_of(src, m.start()), '__global__ without extern "C"',
-                          'declare every entry point as extern "C" __global__ void kN(...)'))
+        if not _EXTERN_C_GLOBAL.search(" ".join(code[max(0, m.start() - 200):m.end()].split())):
+            found.append((_line_of(src, m.start()), "not_extern_c", '__global__ without extern "C"'))
     return sorted(found)

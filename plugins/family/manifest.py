@@ -17,16 +17,19 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterable, Mapping
 
+from plugins.family.compile import ARCHS
 from plugins.family.cuda_source import (
     CTYPE_DTYPES,
+    POINTER_ONLY_CTYPES,
     KernelSignature,
     SourceError,
     check_brackets,
-    forbidden_constructs,
     kernel_signatures,
+    restricted_constructs,
     strip_comments,
     surviving_comment_markers,
 )
+from plugins.family.dtypes import DTYPE_NAMES
 from plugins.family.plan import (
     BufferArg,
     ExprError,
@@ -38,10 +41,10 @@ from plugins.family.plan import (
     evaluate_int,
 )
 
-DTYPES = ("float32", "float64", "int32", "uint32", "uint8", "int64", "uint64")
+DTYPES = DTYPE_NAMES  # float32 ... uint64, and bfloat16, float16, float8_e4m3, int8 (plugins/family/dtypes.py)
 ROLES = ("input", "output", "scratch")
 BOUNDS = ("memory", "compute")
-TOLERANCE_KINDS = ("exact", "elementwise", "scaled")
+TOLERANCE_KINDS = ("exact", "elementwise", "scaled", "e4m3_step")
 N_REWRITES = 4
 MAX_THREADS = 1024
 MAX_BLOCK = (1024, 1024, 64)
@@ -74,11 +77,17 @@ TOP_FIELDS = {
     "name", "set", "computes", "bound", "constraints", "sizes", "params", "buffers",
     "start", "rewrites", "wrong", "intended",
 }
+OPTIONAL_HARD_FIELDS = {"targets", "gpu_gate_only", "pair"}  # optional, for the hard set
+TOP_FIELDS |= OPTIONAL_HARD_FIELDS
 CANDIDATE_FIELDS = {"id", "file", "text", "defect", "launch", "zero_before"}
 CANDIDATE_FIELDS |= {"allow_local"}  # opt-in to local memory (a stack frame): see families/README.md
+CANDIDATE_FIELDS |= {"allow_spills"}  # optional: spills by design (recorded, not failed)
+# Targets a family may declare (default: ARCHS). sm_90a is Hopper-only (wgmma, TMA).
+KNOWN_TARGETS = ("sm_90", "sm_90a", "sm_100", "sm_121")
+MAX_CLUSTER = 8  # portable cluster size; larger needs a non-portable launch attribute
 LAUNCH_FIELDS = {"kernel", "grid", "block", "shared_bytes", "args", "cooperative"}
 BUFFER_FIELDS = {"dtype", "count", "role", "tolerance"}
-TOLERANCE_FIELDS = {"kind", "rtol", "atol"}
+TOLERANCE_FIELDS = {"kind", "rtol", "atol", "steps"}
 INTENDED_FIELDS = {"winner", "reasoning"}
 SIZES_FIELDS = {"timing", "gate", "tiny"}
 REFERENCE_FUNCS = ("make_inputs", "reference", "naive")
@@ -100,11 +109,13 @@ class FamilyError(ValueError):
 
 @dataclass(frozen=True)
 class Tolerance:
-    """exact: ==; elementwise: |d| <= atol + rtol*|ref|; scaled: |d| <= atol + rtol*scale."""
+    """exact: ==; elementwise: |d| <= atol + rtol*|ref|; scaled: |d| <= atol + rtol*scale;
+    e4m3_step: every e4m3 code within `steps` adjacent codes of the reference's code."""
 
     kind: str
     rtol: float = 0.0
     atol: float = 0.0
+    steps: int = 1
 
 
 @dataclass(frozen=True)
@@ -139,6 +150,7 @@ class Candidate:
     text: str = ""  # option text for rewrites, the defect for wrong variants
     signatures: Mapping[str, KernelSignature] = field(default_factory=dict, compare=False)
     allow_local: bool = False  # the family declares this candidate's local memory on purpose
+    allow_spills: bool = False  # spills by design: ptxas spill bytes are recorded instead of failing
 
     @property
     def code(self) -> str:
@@ -164,6 +176,14 @@ class Family:
     intended_winner: str
     intended_reasoning: str
     set: str = DEFAULT_SET
+    targets: tuple[str, ...] = ARCHS  # compiled, measured and asked only for these
+    gpu_gate_only: Mapping[str, str] = field(default_factory=dict)  # candidate id -> why the emulator cannot gate it
+    pair: str = ""  # the family sharing this one's kernel sources, differing only in shape
+
+    def targets_gpu(self, compute_capability: str) -> bool:
+        """Whether a GPU of compute capability "9.0" (sm_90) is one this family declares."""
+        arch = "sm_" + compute_capability.replace(".", "")
+        return any(t.rstrip("a") == arch for t in self.targets)
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:
@@ -313,6 +333,8 @@ def _check_reference(fam: Family, module: ModuleType) -> None:
     """
     import numpy as np
 
+    from plugins.family.dtypes import np_dtype
+
     path = fam.path / "reference.py"
     rel, where = _rel(path), "sizes.tiny[0]"
     shape = fam.shapes("tiny")[0]
@@ -326,9 +348,10 @@ def _check_reference(fam: Family, module: ModuleType) -> None:
                           f"return a dict with one array per input buffer ({doc})", _def_line(module, "make_inputs"))
     for name in want:
         arr, b = np.asarray(inputs[name]), fam.buffer(name)
-        if arr.dtype != np.dtype(b.dtype):
+        if arr.dtype != np_dtype(b.dtype):
             raise FamilyError(rel, "make_inputs", f"returns {name} as {arr.dtype}, but [buffers.{name}] is {b.dtype}",
-                              f"return it as {b.dtype} (.astype(np.{b.dtype}))", _def_line(module, "make_inputs"))
+                              f"return it as {b.dtype} (.astype({_dtype_spelling(np_dtype(b.dtype))}))",
+                              _def_line(module, "make_inputs"))
         if arr.size != counts[name]:
             raise FamilyError(rel, "make_inputs", f"returns {arr.size} elements of {name} for {where} {shape}, but its "
                               f"count {b.count!r} is {counts[name]}", "return exactly count elements", _def_line(module, "make_inputs"))
@@ -357,6 +380,12 @@ def _def_line(module: ModuleType, fn: str) -> int | None:
     """The line of `def fn` in reference.py, for an error about what it returns."""
     code = getattr(getattr(module, fn, None), "__code__", None)
     return code.co_firstlineno if code is not None else None
+
+
+def _dtype_spelling(dt: Any) -> str:
+    """How reference.py names a dtype: np.float32, ml_dtypes.bfloat16."""
+    module = dt.type.__module__.split(".")[0]
+    return f"{'np' if module == 'numpy' else module}.{dt.type.__name__}"
 
 
 def _call_reference(module: ModuleType, path: Path, fn: str, where: str, shape: Mapping[str, Any], *args: Any) -> Any:
@@ -468,8 +497,9 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
         raise FamilyError(_rel(path), "", str(exc), "add or remove the bracket so that every (, [ and { is closed", exc.line) from None
     if not source.strip():
         raise FamilyError(_rel(path), "", "file is empty", f"write the kernel(s) that '{where}launch' runs")
-    for line, what, fix in forbidden_constructs(source)[:1]:
-        raise FamilyError(_rel(path), "", f"uses {what}, which the source conventions rule out", fix, line)
+    for line, kind, what in restricted_constructs(source):
+        if kind == "not_extern_c":
+            raise FamilyError(_rel(path), "", f"uses {what}, so NVRTC mangles its name", 'declare every entry point as extern "C" __global__ void kN(...)', line)
     try:
         sigs = kernel_signatures(source)
     except SourceError as exc:
@@ -497,6 +527,7 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
         text=text.strip(),
         signatures=sigs,
         allow_local=allow_local,
+        allow_spills=_expect(raw.get("allow_spills", False), bool, file, where + "allow_spills", "true or false"),
     )
 
 
@@ -554,6 +585,8 @@ def _validate_plan(fam: Family, cand: Candidate, file: str, where: str) -> None:
                 if b.role == "input" and not p.const:
                     raise FamilyError(file, w + "args", f"input buffer {a} is passed to non-const {launch.kernel}({p.name}); inputs are never written", f"declare {p.name} as const")
             else:
+                if p.ctype in POINTER_ONLY_CTYPES:
+                    raise FamilyError(file, w + "args", f"{launch.kernel}'s scalar parameter {p.name} is {p.ctype}, which is passed only through buffers", "take a float (or int) and convert inside the kernel")
                 if a not in scalars:
                     raise FamilyError(file, w + "args", f"{a!r} is passed to scalar parameter {p.name} but is neither a size nor a param", "pass a name from [sizes.timing] or [params]")
                 value = fam.timing.get(a, fam.params.get(a))
@@ -569,6 +602,25 @@ def _validate_plan(fam: Family, cand: Candidate, file: str, where: str) -> None:
                 "would show code that never runs", f"remove {kname}, or add a launch of it to [{where[:-1]}] in family.toml",
                 _first_line(cand.source, kname),
             )
+    for i, launch in enumerate(cand.launches):
+        cluster = cand.signatures[launch.kernel].cluster
+        if cluster is None:
+            continue
+        w = f"{where}launch[{i}]"
+        size = cluster[0] * cluster[1] * cluster[2]
+        if size > MAX_CLUSTER:
+            raise FamilyError(file, w + ".kernel", f"{launch.kernel} declares __cluster_dims__{cluster}, {size} CTAs per cluster", f"use at most {MAX_CLUSTER} (the portable cluster size)")
+        if launch.cooperative:
+            raise FamilyError(file, w + ".cooperative", f"{launch.kernel} is a cluster kernel (__cluster_dims__{cluster}) launched cooperatively", "launch cluster kernels with a plain launch")
+        for kind in ("timing", "gate", "tiny"):
+            for k, shape in enumerate(fam.shapes(kind)):
+                for sm in SM_COUNTS_CHECKED:
+                    try:
+                        grid = fam.resolve(cand, shape, sm)[i].grid
+                    except (ExprError, KeyError, ZeroDivisionError, TypeError):
+                        continue  # reported below with its reason
+                    if any(g % c for g, c in zip(grid, cluster)):
+                        raise FamilyError(file, w + ".grid", f"grid {grid} for sizes.{kind}[{k}] is not a multiple of {launch.kernel}'s __cluster_dims__{cluster}", "make every grid dimension a multiple of the cluster's")
     for z in cand.zero_before:
         if z not in buffers:
             raise FamilyError(file, where + "zero_before", f"{z!r} is not a buffer", "name a declared buffer")
@@ -626,6 +678,56 @@ _INT_RANGES = {
 }
 
 
+def _hard_fields(raw: Mapping[str, Any], file: str, name: str, ids: list[str]) -> tuple[tuple[str, ...], dict[str, str], str]:
+    """targets, gpu_gate_only and pair: optional fields, read and checked on their own."""
+    targets = _expect(raw.get("targets", list(ARCHS)), list, file, "targets", 'a list such as ["sm_90", "sm_100", "sm_121"]')
+    if not targets:
+        raise FamilyError(file, "targets", "is empty", f"list the targets the family supports, from {KNOWN_TARGETS}")
+    for t in targets:
+        if t not in KNOWN_TARGETS:
+            raise FamilyError(file, "targets", f"{t!r} is not a known target", f"use targets from {KNOWN_TARGETS}")
+    if len(set(targets)) != len(targets):
+        raise FamilyError(file, "targets", f"{targets} names a target twice", "list each once")
+    if "sm_90" in targets and "sm_90a" in targets:
+        raise FamilyError(file, "targets", "names both sm_90 and sm_90a", "keep sm_90a for Hopper-only code, else sm_90")
+    gpu_only: dict[str, str] = {}
+    for i, entry in enumerate(_expect(raw.get("gpu_gate_only", []), list, file, "gpu_gate_only", '[{ id = "...", why = "..." }]')):
+        w = f"gpu_gate_only[{i}]."
+        _expect(entry, dict, file, w[:-1], '{ id = "...", why = "..." }')
+        _check_fields(entry, {"id", "why"}, {"id", "why"}, file, w)
+        cid = _expect(entry["id"], str, file, w + "id", "a candidate id")
+        why = _expect(entry["why"], str, file, w + "why", "the reason the emulator cannot gate it").strip()
+        if cid not in ids:
+            raise FamilyError(file, w + "id", f"{cid!r} is not a candidate of {name}", f"use one of {ids}")
+        if cid in gpu_only:
+            raise FamilyError(file, w + "id", f"{cid!r} is listed twice", "list each candidate once")
+        if not why:
+            raise FamilyError(file, w + "why", "is empty", "say what the emulator cannot run (e.g. inline PTX mma)")
+        gpu_only[cid] = why
+    pair = _expect(raw.get("pair", ""), str, file, "pair", "the name of the family sharing this one's kernels")
+    if pair and (pair == name or not re.fullmatch(r"[a-z][a-z0-9_]*", pair)):
+        raise FamilyError(file, "pair", f"is {pair!r}", "name the other family of the pair (a directory under families/)")
+    return tuple(targets), gpu_only, pair
+
+
+def _check_restricted(fam: Family, file: str) -> None:
+    """Launch bounds and inline PTX where the source conventions allow them (families/README.md):
+    launch bounds never in the classic set and, in the hard set, only in a rewrite
+    whose option text names them; `asm` only in a candidate the emulator skips (`gpu_gate_only`)."""
+    for c in fam.all_candidates:
+        for line, kind, what in restricted_constructs(c.source):
+            if kind == "asm" and c.id not in fam.gpu_gate_only:
+                raise FamilyError(_rel(c.path), "", f"uses {what}, which the CPU emulator cannot run",
+                                  "write it in CUDA C++, or (hard set) list the candidate in gpu_gate_only "
+                                  "with the reason", line)
+            if kind == "launch_bounds" and fam.set == DEFAULT_SET:
+                raise FamilyError(_rel(c.path), "", f"uses {what} in a {DEFAULT_SET} family",
+                                  "remove it: classic candidates differ in their code, not in compiler limits", line)
+            if kind == "launch_bounds" and c.role == "rewrite" and not re.search(r"launch.?bounds|maxnreg", c.text, re.I):
+                raise FamilyError(_rel(c.path), "", f"uses {what}, which its option text does not name",
+                                  "say so in the option text (a model reads the text and the code)", line)
+
+
 def _check_shown_text(fam: Family, file: str) -> None:
     """Every text a model reads, against the word list (leak_words.toml): one error for the first hit."""
     words = f"reword it without {LEAK_WORDS_FILE.name}'s words (families/README.md, 'Words a model must not read')"
@@ -677,7 +779,7 @@ def load_family(fam_dir: Path) -> Family:
         raise FamilyError(file, "", f"is not valid TOML: {exc}", "correct the syntax at that line",
                           int(at.group(1)) if at else None) from None
 
-    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set"}, file, "")
+    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set"} - OPTIONAL_HARD_FIELDS, file, "")
     name = _expect(raw["name"], str, file, "name", "the family name")
     if name != fam_dir.name:
         raise FamilyError(file, "name", f"is {name!r} but the directory is {fam_dir.name!r}", "make them equal")
@@ -730,9 +832,19 @@ def load_family(fam_dir: Path) -> Family:
             _check_fields(t, TOLERANCE_FIELDS, {"kind"}, file, w + "tolerance.")
             if t["kind"] not in TOLERANCE_KINDS:
                 raise FamilyError(file, w + "tolerance.kind", f"{t['kind']!r}", f"use one of {TOLERANCE_KINDS}")
-            if t["kind"] != "exact" and "rtol" not in t:
+            if t["kind"] not in ("exact", "e4m3_step") and "rtol" not in t:
                 raise FamilyError(file, w + "tolerance.rtol", "missing", "give rtol (and atol) for a non-exact tolerance")
-            tol = Tolerance(t["kind"], float(t.get("rtol", 0.0)), float(t.get("atol", 0.0)))
+            if t["kind"] == "e4m3_step":
+                if bt["dtype"] != "float8_e4m3":
+                    raise FamilyError(file, w + "tolerance.kind", f"'e4m3_step' compares e4m3 codes, but {bname} is {bt['dtype']}", "use it only for float8_e4m3 outputs")
+                if set(t) - {"kind", "steps"}:
+                    raise FamilyError(file, w + "tolerance", f"'e4m3_step' takes only 'steps', not {sorted(set(t) - {'kind', 'steps'})}", "remove rtol/atol")
+                steps = _expect(t.get("steps", 1), int, file, w + "tolerance.steps", "a whole number of e4m3 steps")
+                if not 0 <= steps <= 2:
+                    raise FamilyError(file, w + "tolerance.steps", f"is {steps}", "use 0, 1 or 2 steps (one step is the design tolerance)")
+            elif "steps" in t:
+                raise FamilyError(file, w + "tolerance.steps", f"only the 'e4m3_step' kind counts steps, this is {t['kind']!r}", "remove it")
+            tol = Tolerance(t["kind"], float(t.get("rtol", 0.0)), float(t.get("atol", 0.0)), int(t.get("steps", 1)))
         elif "tolerance" in bt:
             raise FamilyError(file, w + "tolerance", f"only outputs are compared, and {bname} is {bt['role']}", "remove it")
         buffers.append(Buffer(bname, bt["dtype"], _expect(bt["count"], (int, str), file, w + "count", "an integer or expression"), bt["role"], tol))
@@ -762,11 +874,13 @@ def load_family(fam_dir: Path) -> Family:
     if intended["winner"] not in [r.id for r in rewrites]:
         raise FamilyError(file, "intended.winner", f"{intended['winner']!r} is not a rewrite id", f"use one of {[r.id for r in rewrites]}")
 
+    targets, gpu_only, pair = _hard_fields(raw, file, name, [c.id for c in (start, *rewrites, *wrong)])
     fam = Family(
         name=name, path=fam_dir, computes=computes.strip(), bound=bound, constraints=constraints,
         timing=timing, gate=gate, tiny=tiny, params=dict(params), buffers=tuple(buffers),
         start=start, rewrites=rewrites, wrong=wrong,
         intended_winner=intended["winner"], intended_reasoning=str(intended["reasoning"]).strip(), set=fam_set,
+        targets=targets, gpu_gate_only=gpu_only, pair=pair,
     )
 
     for kind in ("timing", "gate", "tiny"):
@@ -788,6 +902,7 @@ def load_family(fam_dir: Path) -> Family:
     for c in (start, *rewrites, *wrong):
         where = "start." if c.role == "start" else f"{'rewrites' if c.role == 'rewrite' else 'wrong'}[{[x.id for x in (rewrites if c.role == 'rewrite' else wrong)].index(c.id)}]."
         _validate_plan(fam, c, file, where)
+    _check_restricted(fam, file)
     _check_shown_text(fam, file)
     _check_reference(fam, load_reference(fam_dir / "reference.py"))
     return fam

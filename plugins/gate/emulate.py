@@ -49,7 +49,15 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from plugins.family.cuda_source import CTYPE_DTYPES, KernelSignature, SourceError, blank_comments, kernel_signatures
+from plugins.family.cuda_source import (
+    CTYPE_DTYPES,
+    POINTER_ONLY_CTYPES,
+    KernelSignature,
+    SourceError,
+    blank_comments,
+    kernel_signatures,
+)
+from plugins.family.dtypes import dtype_name
 from plugins.family.manifest import MAX_BLOCK, MAX_THREADS, Candidate, Family
 from plugins.family.plan import BufferArg, Number, ResolvedLaunch, ScalarArg
 
@@ -126,12 +134,25 @@ class Translated:
     file_scope_shared: tuple[str, ...]  # __shared__ arrays at file scope: one copy, not per block
 
 
+def _outside_templates(decl: str) -> str:
+    """The declaration with template argument lists removed: `A<int, 2> x` -> `A x`."""
+    out, depth = [], 0
+    for ch in decl:
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(ch)
+    return "".join(out)
+
+
 def _split_decl(decl: str, where: str) -> tuple[str, str, str, int]:
     align = 0
     for m in _ALIGN.finditer(decl):
         align = max(align, int(next(g for g in m.groups() if g)))
     decl = _ALIGN.sub(" ", decl)
-    if "," in decl or "=" in decl or "(" in decl:
+    if any(ch in _outside_templates(decl) for ch in ",=("):
         raise EmuSourceError(
             f"{where}: cannot translate the shared declaration {decl.strip()!r}; "
             "declare one array per statement, without an initializer"
@@ -239,7 +260,8 @@ def _compiler_id() -> str:
 
 
 def _emu_files() -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(EMU_DIR.iterdir()) if p.suffix in (".h", ".cpp")}
+    """Every file of the prelude, headers in subfolders too (cuda/barrier has no suffix)."""
+    return {p.relative_to(EMU_DIR).as_posix(): p.read_bytes() for p in sorted(EMU_DIR.rglob("*")) if p.is_file()}
 
 
 def _digest(*parts: bytes | str) -> str:
@@ -333,7 +355,7 @@ def _load(lib: Path) -> ctypes.CDLL:
         dll = ctypes.CDLL(str(lib))
         dll.emu_launch.restype = ctypes.c_int
         dll.emu_launch.argtypes = [
-            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_ulonglong,
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_ulonglong,
             ctypes.c_int, ctypes.c_ulonglong, ctypes.c_double, ctypes.c_void_p,
         ]
         _LOADED[lib] = dll
@@ -436,7 +458,7 @@ _SCALAR_CTYPES: dict[str, type] = {
 
 
 def _scalar(kernel: str, arg: ScalarArg) -> ctypes._SimpleCData:
-    dtype = CTYPE_DTYPES.get(arg.ctype)
+    dtype = None if arg.ctype in POINTER_ONLY_CTYPES else CTYPE_DTYPES.get(arg.ctype)
     if dtype is None:
         raise EmuLaunchError(f"kernel {kernel}: scalar {arg.name} has C type {arg.ctype!r}, which the emulator does not pass")
     value = arg.value
@@ -486,6 +508,8 @@ def _launch_error(kernel: str, idx: int, launch: ResolvedLaunch, rc: int, st: _S
                     1: "a fiber stack overflow (a thread's locals exceed 64 KiB)",
                     2: f"past the end of dynamic shared memory ({launch.shared_bytes} bytes in the launch plan)",
                     3: "past the end of the block's __shared__ arrays",
+                    4: ("the shared memory of a block of the cluster that has already exited (through "
+                        "map_shared_rank; a cluster.sync() before exit keeps it alive until every reader is done)"),
                 }.get(st.region, f"address {st.addr:#x}, which is in no buffer")
             return EmuOutOfBounds(f"out-of-bounds access in {label} ({sig}): {what}{_where(st)}")
         if st.signo == signal.SIGFPE:
@@ -523,8 +547,8 @@ def _check_launch(launch: ResolvedLaunch, idx: int, sigs: Mapping[str, KernelSig
         if isinstance(a, BufferArg):
             if a.name not in bufs:
                 raise EmuLaunchError(f"{label}: parameter {p.name} names buffer {a.name!r}, which was not given; have {sorted(bufs)}")
-            if p.dtype != str(bufs[a.name].dtype):
-                raise EmuLaunchError(f"{label}: parameter {p.name} is {p.ctype}* but buffer {a.name!r} holds {bufs[a.name].dtype}")
+            if p.dtype != dtype_name(bufs[a.name].dtype):
+                raise EmuLaunchError(f"{label}: parameter {p.name} is {p.ctype}* but buffer {a.name!r} holds {dtype_name(bufs[a.name].dtype)}")
     return sig
 
 
@@ -568,6 +592,7 @@ def run_source(source: str, launches: Sequence[ResolvedLaunch], buffers: Mapping
             entry = ctypes.cast(getattr(lib, f"emu_entry_{launch.kernel}"), ctypes.c_void_p).value
             grid = (ctypes.c_uint * 3)(*launch.grid)
             block = (ctypes.c_uint * 3)(*launch.block)
+            cluster = (ctypes.c_uint * 3)(*(sig.cluster or (1, 1, 1)))
             for bname in readonly:
                 bufs[bname].set_readonly(True)
             t0 = time.perf_counter()
@@ -575,7 +600,7 @@ def run_source(source: str, launches: Sequence[ResolvedLaunch], buffers: Mapping
                 with _LAUNCH_LOCK:
                     rc = lib.emu_launch(
                         entry, ctypes.addressof(argv), ctypes.addressof(grid), ctypes.addressof(block),
-                        launch.shared_bytes, int(launch.cooperative), sm_count * THREADS_PER_SM,
+                        ctypes.addressof(cluster), launch.shared_bytes, int(launch.cooperative), sm_count * THREADS_PER_SM,
                         float(timeout_s), status_addr,
                     )
             finally:

@@ -18,7 +18,7 @@ from plugins.atomicio import write_text_atomic
 from plugins.measure.keyfile import FamilyKey, KeyFileError, key_path, load_key
 from plugins.family.manifest import DEFAULT_SET, SET_CHOICES, Family, discover, selected_sets
 from plugins.items.options import CONDITIONS, DEFAULT_KEY, LETTERS, ORDERS, TASK_WORD
-from plugins.items.prompt import gpu_for, option_order, render_prompt
+from plugins.items.prompt import KNOWN_GPUS, gpu_for, option_order, render_prompt
 from plugins.items.slip import load_slip, render_slip, slip_path
 
 
@@ -158,6 +158,9 @@ def build_items(
             notes.append(f"{d.name}: not a valid family, no items ({d.error})")
             continue
         fam = d.family
+        if key in KNOWN_GPUS and KNOWN_GPUS[key].compute_capability and not fam.targets_gpu(KNOWN_GPUS[key].compute_capability):
+            notes.append(f"{fam.name}: targets {list(fam.targets)}, not {key} (compute capability {KNOWN_GPUS[key].compute_capability}), no items")
+            continue
         fk = load_key(fam.path, key)
         if allow_intended:
             winner, times = fam.intended_winner, {}

@@ -18,7 +18,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from plugins.family.compile import NVRTC_OPTIONS, include_options
-from plugins.family.cuda_source import CTYPE_DTYPES
+from plugins.family.cuda_source import CTYPE_DTYPES, POINTER_ONLY_CTYPES
+from plugins.family.dtypes import device_view, host_view
 from plugins.family.manifest import Candidate, Family
 from plugins.family.plan import BufferArg, Number, ResolvedLaunch, ScalarArg
 
@@ -83,9 +84,9 @@ def probe(device_index: int = 0, importer: Any = import_cupy) -> DeviceStatus:
 
 def scalar(arg: ScalarArg) -> np.generic:
     """A by-value argument as the NumPy scalar of the kernel's declared C type."""
-    dtype = CTYPE_DTYPES.get(arg.ctype)
+    dtype = None if arg.ctype in POINTER_ONLY_CTYPES else CTYPE_DTYPES.get(arg.ctype)
     if dtype is None:
-        raise TypeError(f"argument {arg.name!r}: C type {arg.ctype!r} has no NumPy equivalent; use one of {sorted(CTYPE_DTYPES)}")
+        raise TypeError(f"argument {arg.name!r}: C type {arg.ctype!r} has no NumPy equivalent; use one of {sorted(set(CTYPE_DTYPES) - POINTER_ONLY_CTYPES)}")
     dt = np.dtype(dtype)
     value = arg.value
     if dt.kind in "iu":
@@ -273,7 +274,9 @@ class CupyExecutor:
     # ---------------------------------------------------------------- launch
 
     def to_device(self, buffers: Mapping[str, np.ndarray]) -> dict[str, Any]:
-        return {k: self.cp.asarray(v) for k, v in buffers.items()}
+        """Device copies; bfloat16 and e4m3 buffers travel as raw bytes (CuPy has no such dtypes),
+        so a 0xFF-poisoned output stays 0xFF bytes on the device."""
+        return {k: self.cp.asarray(device_view(v)) for k, v in buffers.items()}
 
     def bind(self, cand: Candidate, plan: Sequence[ResolvedLaunch], dev: Mapping[str, Any]) -> tuple:
         """The plan with its kernels looked up and its arguments converted once, so a
@@ -329,7 +332,7 @@ class CupyExecutor:
         dev = self.to_device(buffers)
         self.launch_plan(cand, plan, dev)
         self.synchronize()
-        out = {k: self.cp.asnumpy(v) for k, v in dev.items()}
+        out = {k: host_view(self.cp.asnumpy(v), buffers[k].dtype) for k, v in dev.items()}
         del dev
         return out
 

@@ -25,6 +25,7 @@ from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
+from plugins.family.dtypes import device_view, np_dtype
 from plugins.family.plan import Number, ResolvedLaunch
 
 log = logging.getLogger("sparktrace.timing")
@@ -431,7 +432,7 @@ class CudaEventTimer:
         for c in candidates:
             self.plans[c.id] = fam.resolve(c, shape, executor.sm_count)
             self.zero[c.id] = tuple(c.zero_before)
-        self.dev = {k: cupy.asarray(v) for k, v in host_buffers.items()}
+        self.dev = {k: cupy.asarray(device_view(v)) for k, v in host_buffers.items()}
         self.bound = {c.id: executor.bind(c, self.plans[c.id], self.dev) for c in candidates}
         self.flush_bytes = max(MIN_FLUSH_BYTES, 2 * int(executor.l2_bytes))
         self.flush_bytes -= self.flush_bytes % 16  # read as uint4
@@ -553,7 +554,7 @@ def reset_persisting_l2(cp: Any) -> str:
 def bytes_moved(fam: Any, shape: Mapping[str, Number]) -> int:
     """Minimum DRAM bytes of any correct plan: every input read once, every output written once."""
     counts = fam.buffer_counts(shape)
-    return sum(counts[b.name] * np.dtype(b.dtype).itemsize for b in fam.buffers if b.role in ("input", "output"))
+    return sum(counts[b.name] * np_dtype(b.dtype).itemsize for b in fam.buffers if b.role in ("input", "output"))
 
 
 

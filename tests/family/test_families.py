@@ -9,6 +9,7 @@ import pytest
 
 from plugins.family.compile import ARCHS, compile_source, first_error, ptx_entry_params
 from plugins.family.cuda_source import CTYPE_DTYPES
+from plugins.family.dtypes import np_dtype
 
 PARAM_BYTES = {"float": 4, "double": 8, "int": 4, "unsigned": 4, "unsigned int": 4, "uint32_t": 4,
                "long long": 8, "long long int": 8, "unsigned long long": 8, "unsigned long long int": 8,
@@ -57,9 +58,10 @@ def test_compiles(compile_case, record_property):
             "registers": r.registers, "shared_bytes": r.shared_bytes, "stack_bytes": r.stack_bytes,
             "spill_store_bytes": r.spill_store_bytes, "spill_load_bytes": r.spill_load_bytes,
             "local_loads": r.local_loads, "local_stores": r.local_stores,
+            **({"allow_spills": True} if cand.allow_spills else {}),
         } for r in res.resources
     }))
-    problems = res.problems(cand.allow_local)
+    problems = res.problems(cand.allow_local, allow_spills=cand.allow_spills)
     if problems:
         fixes = []
         if any("local memory" in p for p in problems):
@@ -95,7 +97,7 @@ def _inputs(fam, shape, seed):
     assert set(inputs) == declared, f"{fam.name}: make_inputs returns {sorted(inputs)}, manifest inputs are {sorted(declared)}"
     for name, arr in inputs.items():
         b = fam.buffer(name)
-        assert np.asarray(arr).dtype == np.dtype(b.dtype), f"{fam.name}: make_inputs gives {name} as {np.asarray(arr).dtype}, manifest says {b.dtype}"
+        assert np.asarray(arr).dtype == np_dtype(b.dtype), f"{fam.name}: make_inputs gives {name} as {np.asarray(arr).dtype}, manifest says {b.dtype}"
         assert np.asarray(arr).size == counts[name], f"{fam.name}: {name} has {np.asarray(arr).size} elements, manifest count is {counts[name]}"
     return ref, inputs
 
@@ -112,7 +114,7 @@ def test_reference_matches_naive(family):
                 assert g.size == family.buffer_counts(shape)[b.name], f"{family.name}: reference {b.name} has {g.size} elements"
                 assert np.any(w != 0), f"{family.name}: the naive {b.name} is all zeros for {shape}; inputs are degenerate"
                 exact = np.issubdtype(g.dtype, np.integer)
-                bad = np.flatnonzero(g != w) if exact else np.flatnonzero(~np.isclose(g, w, rtol=1e-9, atol=1e-12))
+                bad = np.flatnonzero(g != w) if exact else np.flatnonzero(~np.isclose(g, w, rtol=1e-9, atol=1e-12, equal_nan=True))
                 if bad.size:
                     pytest.fail(f"{family.path / 'reference.py'}: reference and naive disagree on {b.name} at {bad.size} of "
                                 f"{g.size} elements for {shape} (seed {seed}); first at [{bad[0]}]: reference {g[bad[0]]!r}, "
@@ -155,7 +157,7 @@ def test_timing_size_is_sized_for_the_gpu(family):
 
     shape = family.shapes("timing")[0]
     counts = family.buffer_counts(shape)
-    nbytes = {b.name: counts[b.name] * np.dtype(b.dtype).itemsize for b in family.buffers}
+    nbytes = {b.name: counts[b.name] * np_dtype(b.dtype).itemsize for b in family.buffers}
     where = f"{family.path / 'family.toml'}: field 'sizes.timing' {dict(family.timing)}"
     if sum(nbytes.values()) > MAX_FAMILY_BYTES:
         pytest.fail(f"{where}: {sum(nbytes.values()) / 2**30:.2f} GiB of buffers, over the 2 GiB limit. Fix: lower the "

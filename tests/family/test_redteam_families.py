@@ -120,7 +120,10 @@ INVALID: dict[str, tuple[Mutation, str, str, str]] = {
     "empty_kernel": (lambda d: (d / "kernel.cu").write_text(""), "kernel.cu", r"kernel\.cu: file is empty", "start.launch"),
     "launch_bounds": (_edit(ROW_LOOP, "__global__ void k0", "__global__ void __launch_bounds__(256) k0"), ROW_LOOP, r"row_loop\.cu:2:", "__launch_bounds__"),
     "inline_asm": (_edit(ROW_LOOP, "    if (r >= h) return;", '    int q;\n    asm("mov.u32 %0, %1;" : "=r"(q) : "r"(h));\n    if (r >= q) return;'),
-                   ROW_LOOP, r"row_loop\.cu:6:", "inline PTX"),
+                   ROW_LOOP, r"row_loop\.cu:6:", "gpu_gate_only"),
+    "launch_bounds_hard_unnamed": (_all(_edit("family.toml", 'bound = "memory"', 'bound = "memory"\nset = "hard"'),
+                                        _edit(ROW_LOOP, "__global__ void k0", "__global__ void __launch_bounds__(256) k0")),
+                                   ROW_LOOP, r"row_loop\.cu:2:", "option text does not name"),
     "not_extern_c": (_edit(ROW_LOOP, 'extern "C" __global__', "__global__"), ROW_LOOP, r"row_loop\.cu:2:", 'extern "C"'),
     "unlaunched_kernel": (_edit(ROW_LOOP, "    }\n}\n", '    }\n}\n\nextern "C" __global__ void k1(float* __restrict__ out, int h)\n{\n    if (h < 0) out[0] = 0.0f;\n}\n'),
                           ROW_LOOP, r"row_loop\.cu:16:", "defines entry point k1"),
@@ -162,6 +165,9 @@ HEALTHY: dict[str, Mutation] = {
                                (d / "rewrites" / ".row_loop.cu.swp").write_bytes(b"b0VIM\x00")) and None,
     "ok_symlink": lambda d: ((d / "shared").mkdir(), os.replace(d / ROW_LOOP, d / "shared" / "row_loop.cu"),
                              os.symlink("../shared/row_loop.cu", d / ROW_LOOP)) and None,
+    "ok_hard_named_bounds": _all(_edit("family.toml", 'bound = "memory"', 'bound = "memory"\nset = "hard"'),
+                                 _edit(ROW_LOOP, "__global__ void k0", "__global__ void __launch_bounds__(256) k0"),
+                                 _edit("family.toml", "walked left to right in a loop.", "walked left to right in a loop, with __launch_bounds__(256).")),
     "ok_leak_word_in_comment": _edit(ROW_LOOP, "// Thread r", "// The fastest of them all? Thread r"),
 }
 

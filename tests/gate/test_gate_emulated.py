@@ -24,6 +24,8 @@ def emulator(tmp_path_factory):
 
 def test_gate_emulated(candidate, emulator, record_property):
     fam, cand = candidate
+    if cand.id in fam.gpu_gate_only:
+        pytest.skip(f"GPU gate only: {fam.name}/{cand.id}: {fam.gpu_gate_only[cand.id]}")
     result = gate_candidate(fam, cand, emulator, fresh_seeds())
     record_property("gate_seeds", ",".join(map(str, result.seeds)))
     if cand.role == "wrong":
