@@ -114,10 +114,13 @@ def test_reference_matches_naive(family):
                 g, w = np.asarray(got[b.name]).reshape(-1), np.asarray(want[b.name]).reshape(-1)
                 assert g.size == family.buffer_counts(shape)[b.name], f"{family.name}: reference {b.name} has {g.size} elements"
                 assert np.any(w != 0), f"{family.name}: the naive {b.name} is all zeros for {shape}; inputs are degenerate"
-                if np.issubdtype(g.dtype, np.integer):
-                    np.testing.assert_array_equal(g, w, err_msg=f"{family.name}/{b.name} {shape}")
-                else:
-                    np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12, err_msg=f"{family.name}/{b.name} {shape}")
+                exact = np.issubdtype(g.dtype, np.integer)
+                bad = np.flatnonzero(g != w) if exact else np.flatnonzero(~np.isclose(g, w, rtol=1e-9, atol=1e-12, equal_nan=True))
+                if bad.size:
+                    pytest.fail(f"{family.path / 'reference.py'}: reference and naive disagree on {b.name} at {bad.size} of "
+                                f"{g.size} elements for {shape} (seed {seed}); first at [{bad[0]}]: reference {g[bad[0]]!r}, "
+                                f"naive {w[bad[0]]!r}. Fix: correct whichever of reference() and naive() is wrong",
+                                pytrace=False)
 
 
 def test_gate_shapes_give_nondegenerate_references(family):
@@ -156,7 +159,13 @@ def test_timing_size_is_sized_for_the_gpu(family):
     shape = family.shapes("timing")[0]
     counts = family.buffer_counts(shape)
     nbytes = {b.name: counts[b.name] * np_dtype(b.dtype).itemsize for b in family.buffers}
-    assert sum(nbytes.values()) <= MAX_FAMILY_BYTES, f"{family.name}: {sum(nbytes.values()) / 2**30:.2f} GiB of buffers at the timing size"
+    where = f"{family.path / 'family.toml'}: field 'sizes.timing' {dict(family.timing)}"
+    if sum(nbytes.values()) > MAX_FAMILY_BYTES:
+        pytest.fail(f"{where}: {sum(nbytes.values()) / 2**30:.2f} GiB of buffers, over the 2 GiB limit. Fix: lower the "
+                    "timing sizes (families/README.md, 'Sizes')", pytrace=False)
     if family.bound == "memory":
         moved = sum(v for k, v in nbytes.items() if family.buffer(k).role != "scratch")
-        assert moved >= 4 * L2_BYTES_H200, f"{family.name}: only {moved / 2**20:.0f} MiB of inputs and outputs, under 4x the L2"
+        if moved < 4 * L2_BYTES_H200:
+            pytest.fail(f"{where}: only {moved / 2**20:.0f} MiB of inputs and outputs for a memory-bound family, under "
+                        f"4x the L2 ({4 * L2_BYTES_H200 // 2**20} MiB). Fix: raise the timing sizes (families/README.md, "
+                        "'Sizes')", pytrace=False)
