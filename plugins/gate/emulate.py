@@ -349,7 +349,7 @@ def _load(lib: Path) -> ctypes.CDLL:
         dll = ctypes.CDLL(str(lib))
         dll.emu_launch.restype = ctypes.c_int
         dll.emu_launch.argtypes = [
-            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_ulonglong,
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_ulonglong,
             ctypes.c_int, ctypes.c_ulonglong, ctypes.c_double, ctypes.c_void_p,
         ]
         _LOADED[lib] = dll
@@ -502,6 +502,8 @@ def _launch_error(kernel: str, idx: int, launch: ResolvedLaunch, rc: int, st: _S
                     1: "a fiber stack overflow (a thread's locals exceed 64 KiB)",
                     2: f"past the end of dynamic shared memory ({launch.shared_bytes} bytes in the launch plan)",
                     3: "past the end of the block's __shared__ arrays",
+                    4: ("the shared memory of a block of the cluster that has already exited (through "
+                        "map_shared_rank; a cluster.sync() before exit keeps it alive until every reader is done)"),
                 }.get(st.region, f"address {st.addr:#x}, which is in no buffer")
             return EmuOutOfBounds(f"out-of-bounds access in {label} ({sig}): {what}{_where(st)}")
         if st.signo == signal.SIGFPE:
@@ -584,6 +586,7 @@ def run_source(source: str, launches: Sequence[ResolvedLaunch], buffers: Mapping
             entry = ctypes.cast(getattr(lib, f"emu_entry_{launch.kernel}"), ctypes.c_void_p).value
             grid = (ctypes.c_uint * 3)(*launch.grid)
             block = (ctypes.c_uint * 3)(*launch.block)
+            cluster = (ctypes.c_uint * 3)(*(sig.cluster or (1, 1, 1)))
             for bname in readonly:
                 bufs[bname].set_readonly(True)
             t0 = time.perf_counter()
@@ -591,7 +594,7 @@ def run_source(source: str, launches: Sequence[ResolvedLaunch], buffers: Mapping
                 with _LAUNCH_LOCK:
                     rc = lib.emu_launch(
                         entry, ctypes.addressof(argv), ctypes.addressof(grid), ctypes.addressof(block),
-                        launch.shared_bytes, int(launch.cooperative), sm_count * THREADS_PER_SM,
+                        ctypes.addressof(cluster), launch.shared_bytes, int(launch.cooperative), sm_count * THREADS_PER_SM,
                         float(timeout_s), status_addr,
                     )
             finally:

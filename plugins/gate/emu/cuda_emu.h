@@ -30,6 +30,8 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
+#define __cluster_dims__(...)  // the cluster shape reaches the emulator from the launch (emulate.py reads it)
+#define __maxnreg__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __grid_constant__
 // Declarations that emulate.py could not rewrite (file scope) fall back to static.
@@ -160,6 +162,16 @@ static inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width =
 static inline unsigned __ballot_sync(unsigned mask, int p) { return (unsigned)emu_warp_op(EMU_OP_BALLOT, mask, p != 0, 0, "__ballot_sync"); }
 static inline int __any_sync(unsigned mask, int p) { return (int)emu_warp_op(EMU_OP_ANY, mask, p != 0, 0, "__any_sync"); }
 static inline int __all_sync(unsigned mask, int p) { return (int)emu_warp_op(EMU_OP_ALL, mask, p != 0, 0, "__all_sync"); }
+template <class T>
+static inline unsigned __match_any_sync(unsigned mask, T v) {
+    return (unsigned)emu_warp_op(EMU_OP_MATCH_ANY, mask, emu_bits(v), 0, "__match_any_sync");
+}
+template <class T>
+static inline unsigned __match_all_sync(unsigned mask, T v, int* pred) {
+    unsigned r = (unsigned)emu_warp_op(EMU_OP_MATCH_ALL, mask, emu_bits(v), 0, "__match_all_sync");
+    *pred = r != 0;
+    return r;
+}
 static inline unsigned __reduce_add_sync(unsigned m, unsigned v) { return (unsigned)emu_warp_op(EMU_OP_RED_ADD_U, m, v, 0, "__reduce_add_sync"); }
 static inline int __reduce_add_sync(unsigned m, int v) { return (int)(unsigned)emu_warp_op(EMU_OP_RED_ADD_I, m, (unsigned)v, 0, "__reduce_add_sync"); }
 static inline unsigned __reduce_min_sync(unsigned m, unsigned v) { return (unsigned)emu_warp_op(EMU_OP_RED_MIN_U, m, v, 0, "__reduce_min_sync"); }

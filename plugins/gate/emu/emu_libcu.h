@@ -1,0 +1,153 @@
+// SparkTrace CPU emulator: the pieces of libcu++ (namespace cuda) that the cuda/*
+// shims share: thread scopes, memory orders, aligned sizes, and the emulated
+// barrier every asynchronous-copy API completes through.
+//
+// Asynchronous copies are performed at their wait, never at the call: the call
+// fills the destination with 0xff bytes (NaN as float), so a thread that reads
+// a staged tile before waiting reads poison and fails the gate every time.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include "cuda_emu.h"
+
+namespace cuda {
+enum thread_scope { thread_scope_system = 0, thread_scope_device = 1, thread_scope_block = 2, thread_scope_thread = 3 };
+enum memory_order { memory_order_relaxed, memory_order_consume, memory_order_acquire, memory_order_release,
+                    memory_order_acq_rel, memory_order_seq_cst };
+namespace std {
+using namespace ::std;
+using ::cuda::memory_order;
+using ::cuda::memory_order_relaxed;
+using ::cuda::memory_order_consume;
+using ::cuda::memory_order_acquire;
+using ::cuda::memory_order_release;
+using ::cuda::memory_order_acq_rel;
+using ::cuda::memory_order_seq_cst;
+using ::cuda::thread_scope;
+using ::cuda::thread_scope_system;
+using ::cuda::thread_scope_device;
+using ::cuda::thread_scope_block;
+using ::cuda::thread_scope_thread;
+}  // namespace std
+
+// A size with a promised alignment: the emulator checks the promise (a GPU would not).
+template <size_t Align>
+struct aligned_size_t {
+    static constexpr size_t align = Align;
+    size_t value;
+    explicit aligned_size_t(size_t v) : value(v) {}
+    operator size_t() const { return value; }
+};
+
+enum class async_contract_fulfillment { none, async };
+
+inline void atomic_thread_fence(memory_order, thread_scope = thread_scope_system) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+}  // namespace cuda
+
+// ---------------------------------------------------------------- shape helpers
+template <class Shape>
+struct emu_shape {
+    static constexpr size_t align = 1;
+};
+template <size_t A>
+struct emu_shape<cuda::aligned_size_t<A>> {
+    static constexpr size_t align = A;
+};
+
+template <class Shape>
+static inline unsigned long emu_checked_size(void* dst, const void* src, const Shape& size, const char* what) {
+    const size_t n = (size_t)size, a = emu_shape<Shape>::align;
+    if (a > 1) {
+        if ((uintptr_t)dst % a) emu_fail("%s: cuda::aligned_size_t<%zu> promises %zu-byte alignment, but the destination %p is not %zu-byte aligned", what, a, a, dst, a);
+        if ((uintptr_t)src % a) emu_fail("%s: cuda::aligned_size_t<%zu> promises %zu-byte alignment, but the source %p is not %zu-byte aligned", what, a, a, src, a);
+        if (n % a) emu_fail("%s: cuda::aligned_size_t<%zu>(%zu): the size is not a multiple of %zu bytes", what, a, n, a);
+    }
+    return (unsigned long)n;
+}
+
+// ---------------------------------------------------------------- the emulated barrier
+// Arrivals count down to zero; then the phase completes: its attached copies are
+// performed (in issue order), the expected transaction bytes must match what the
+// counted copies delivered, and waiters on the old phase go on.
+static constexpr unsigned EMU_BAR_MAGIC = 0x5ba7b0c1u;
+struct emu_bar {
+    unsigned magic;
+    int expected, pending;
+    int first, last;  // copies completed by this phase
+    long long tx;     // transaction bytes expected (expect_tx) by this phase
+    unsigned long long phase;
+};
+
+static inline void emu_bar_init(emu_bar* b, long long expected, const char* what) {
+    if (expected < 0 || expected > (1 << 20)) emu_fail("%s: init with an expected count of %lld", what, expected);
+    b->magic = EMU_BAR_MAGIC;
+    b->expected = b->pending = (int)expected;
+    b->first = b->last = -1;
+    b->tx = 0;
+    b->phase = 0;
+}
+static inline emu_bar* emu_bar_check(emu_bar* b, const char* what) {
+    if (b->magic != EMU_BAR_MAGIC)
+        emu_fail("%s on a barrier that was never initialized (call init() on it, with a __syncthreads() "
+                 "before other threads use it)", what);
+    return b;
+}
+static inline void emu_bar_complete(emu_bar* b, const char* what) {
+    long long delivered = emu_copy_flush(&b->first, &b->last);
+    if (b->tx != delivered)
+        emu_fail("%s: the barrier phase expected %lld transaction bytes but its copies delivered %lld; on a GPU the "
+                 "phase would %s", what, b->tx, delivered, b->tx > delivered ? "never complete (a hang)" : "be corrupted");
+    b->tx = 0;
+    b->pending = b->expected;
+    b->phase++;
+}
+static inline unsigned long long emu_bar_arrive(emu_bar* b, long long n, const char* what) {
+    emu_bar_check(b, what);
+    if (n < 1 || n > b->pending)
+        emu_fail("%s: %lld arrivals, but only %d are still expected in this phase", what, n, b->pending);
+    unsigned long long ph = b->phase;
+    b->pending -= (int)n;
+    if (b->pending == 0) emu_bar_complete(b, what);
+    return ph;
+}
+static inline void emu_bar_drop(emu_bar* b, const char* what) {
+    emu_bar_check(b, what);
+    if (b->expected < 1) emu_fail("%s: arrive_and_drop on a barrier that expects no arrivals", what);
+    b->expected--;
+    b->pending--;
+    if (b->pending == 0) emu_bar_complete(b, what);
+}
+struct emu_bar_wait_arg {
+    emu_bar* b;
+    unsigned long long phase;
+    int parity;  // 0/1: wait_parity; -1: wait for the phase after `phase`
+};
+static inline int emu_bar_done(void* a) {
+    emu_bar_wait_arg* w = (emu_bar_wait_arg*)a;
+    return w->parity < 0 ? w->b->phase != w->phase : (int)(w->b->phase & 1) != w->parity;
+}
+static inline void emu_bar_wait(emu_bar* b, unsigned long long token, const char* what) {
+    emu_bar_check(b, what);
+    emu_bar_wait_arg w = {b, token, -1};
+    emu_wait_until(emu_bar_done, &w, what);
+}
+static inline void emu_bar_wait_parity(emu_bar* b, int parity, const char* what) {
+    emu_bar_check(b, what);
+    emu_bar_wait_arg w = {b, 0, parity};
+    emu_wait_until(emu_bar_done, &w, what);
+}
+static inline void emu_bar_attach(emu_bar* b, void* dst, const void* src, unsigned long n, int tx, const char* what) {
+    emu_bar_check(b, what);
+    emu_copy_attach(&b->first, &b->last, dst, src, n, tx, what);
+}
+
+// The calling thread's rank in a cooperative group (or 0 for a thread itself).
+template <class Group>
+static inline unsigned long long emu_group_rank(const Group& g) { return (unsigned long long)g.thread_rank(); }
