@@ -64,14 +64,10 @@ extern "C" __global__ void k0(const __nv_bfloat16* __restrict__ A, const __nv_bf
 
 extern "C" __global__ void k1(const float* __restrict__ W, float* __restrict__ C, int M, int N)
 {
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long mn = (long long)M * N;
-    if (i * 4 >= mn) return;
-    float4 s = reinterpret_cast<const float4*>(W)[i];
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, mn = (long long)M * N;
+    if (i >= mn) return;
+    float s = 0.0f;
 #pragma unroll
-    for (int z = 1; z < SLICES - 1; ++z) {
-        const float4 v = reinterpret_cast<const float4*>(W + z * mn)[i];
-        s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
-    }
-    reinterpret_cast<float4*>(C)[i] = s;
+    for (int z = 0; z < SLICES - 1; ++z) s += W[z * mn + i];
+    C[i] = s;
 }
