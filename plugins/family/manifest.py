@@ -11,13 +11,22 @@ import importlib.util
 import re
 import sys
 import tomllib
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-from plugins.family.cuda_source import POINTER_ONLY_CTYPES, KernelSignature, SourceError, kernel_signatures, strip_comments
 from plugins.family.compile import ARCHS
+from plugins.family.cuda_source import (
+    POINTER_ONLY_CTYPES,
+    KernelSignature,
+    SourceError,
+    check_brackets,
+    kernel_signatures,
+    strip_comments,
+    surviving_comment_markers,
+)
 from plugins.family.dtypes import DTYPE_NAMES
 from plugins.family.plan import (
     BufferArg,
@@ -43,20 +52,18 @@ MAX_DYNAMIC_SHARED = 48 * 1024
 # the DGX Spark's, so a plan that only works on one of them is caught.
 SM_COUNTS_CHECKED = (132, 48)
 
-# Words that would tell a reader which option is quick. Checked in option text
-# (whole words or prefixes) and in identifiers of the code a model reads.
-LEAK_WORDS = (
-    "fast", "faster", "fastest", "slow", "slower", "slowest", "quick", "optimiz",
-    "optimis", "optimal", "efficient", "inefficient", "better", "worse", "best",
-    "worst", "speed", "conflict", "coalesc", "avoid", "reduces traffic", "improv",
-    "naive", "cheap", "expensive", "costly", "bottleneck", "throughput", "latency",
-    "bank", "tuned", "smart", "clever", "perf", "runtime", "winner",
-)
-IDENT_LEAK_SEGMENTS = (
-    "fast", "slow", "opt", "optimized", "padded", "pad", "conflict", "coalesced",
-    "naive", "better", "best", "good", "bad", "tuned", "efficient", "baseline",
-    "improved", "smart", "clever", "quick", "winner", "ref", "reference",
-)
+# Words and patterns that would tell a reader which option is quick: one list,
+# in leak_words.toml beside this module (families/README.md links to it).
+LEAK_WORDS_FILE = Path(__file__).with_name("leak_words.toml")
+
+
+def _load_leak_words() -> tuple[tuple[str, ...], tuple[re.Pattern[str], ...], tuple[str, ...]]:
+    raw = tomllib.loads(LEAK_WORDS_FILE.read_text(encoding="utf-8"))
+    return (tuple(raw["text"]["words"]), tuple(re.compile(p, re.I) for p in raw["text"]["patterns"]),
+            tuple(raw["identifiers"]["segments"]))
+
+
+LEAK_WORDS, LEAK_PATTERNS, IDENT_LEAK_SEGMENTS = _load_leak_words()
 
 # Family sets: `classic` is the seed's fifteen, `hard` the set for frontier
 # models. A family says which it belongs to (`set = "hard"`); classic is the default.
@@ -71,6 +78,7 @@ TOP_FIELDS = {
 OPTIONAL_HARD_FIELDS = {"targets", "gpu_gate_only", "pair"}  # optional, for the hard set
 TOP_FIELDS |= OPTIONAL_HARD_FIELDS
 CANDIDATE_FIELDS = {"id", "file", "text", "defect", "launch", "zero_before"}
+CANDIDATE_FIELDS |= {"allow_local"}  # opt-in to local memory (a stack frame): see families/README.md
 CANDIDATE_FIELDS |= {"allow_spills"}  # optional: spills by design (recorded, not failed)
 # Targets a family may declare (default: ARCHS). sm_90a is Hopper-only (wgmma, TMA).
 KNOWN_TARGETS = ("sm_90", "sm_90a", "sm_100", "sm_121")
@@ -86,12 +94,14 @@ REFERENCE_FUNCS = ("make_inputs", "reference", "naive")
 class FamilyError(ValueError):
     """One clear problem in a family: the file, the field, what, and the fix."""
 
-    def __init__(self, file: Path | str, field: str, problem: str, fix: str):
+    def __init__(self, file: Path | str, field: str, problem: str, fix: str, line: int | None = None):
         self.file = str(file)
         self.field = field
         self.problem = problem
         self.fix = fix
-        where = f"{self.file}: field '{field}'" if field else self.file
+        self.line = line
+        where = f"{self.file}:{line}" if line else self.file
+        where = f"{where}: field '{field}'" if field else where
         super().__init__(f"{where}: {problem}. Fix: {fix}")
 
 
@@ -137,6 +147,7 @@ class Candidate:
     zero_before: tuple[str, ...] = ()
     text: str = ""  # option text for rewrites, the defect for wrong variants
     signatures: Mapping[str, KernelSignature] = field(default_factory=dict, compare=False)
+    allow_local: bool = False  # the family declares this candidate's local memory on purpose
     allow_spills: bool = False  # spills by design: ptxas spill bytes are recorded instead of failing
 
     @property
@@ -247,6 +258,20 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
+def read_text(path: Path) -> str:
+    """A family file as UTF-8 text, or one FamilyError naming the first bad byte."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise FamilyError(
+            _rel(path), "", f"byte 0x{data[exc.start]:02X} at byte offset {exc.start} (line {line}, column {column}) "
+            f"is not UTF-8", "save the file as UTF-8 (or replace that character with ASCII)", line,
+        ) from None
+
+
 def _check_fields(table: Mapping[str, Any], allowed: set[str], required: set[str], file: str, where: str) -> None:
     for key in table:
         if key not in allowed:
@@ -265,19 +290,39 @@ def _expect(value: Any, kind: type | tuple[type, ...], file: str, field_: str, w
 def load_reference(path: Path) -> ModuleType:
     """Import a family's reference.py under a private module name."""
     name = f"sparktrace_reference_{path.parent.name}"
+    read_text(path)  # a non-UTF-8 byte: named with its offset, not as a SyntaxError
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise FamilyError(_rel(path), "", "cannot be imported", "make it a Python file")
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # a family's own code: report it, never crash collection
-        raise FamilyError(_rel(path), "", f"import failed: {type(exc).__name__}: {exc}", "fix the module") from None
+    except (Exception, SystemExit) as exc:  # a family's own code: report it, never crash collection
+        line = _reference_line(path, exc)
+        raise FamilyError(_rel(path), "", f"import failed: {type(exc).__name__}: {_exc_text(exc)}",
+                          "fix that line (python " + _rel(path) + " shows the full traceback)", line) from None
     for fn in REFERENCE_FUNCS:
         if not callable(getattr(module, fn, None)):
             raise FamilyError(_rel(path), fn, "function is missing", f"define {fn}(...) as documented in families/README.md")
     sys.modules.setdefault(name, module)
     return module
+
+
+def _reference_line(path: Path, exc: BaseException) -> int | None:
+    """The line of `path` where importing it failed: the innermost frame in that file."""
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).resolve() == path.resolve():
+        return exc.lineno
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename and Path(frame.filename).resolve() == path.resolve():
+            line = frame.lineno
+    return line
+
+
+def _exc_text(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        return exc.msg
+    return " ".join(str(exc).split()) or "(no message)"
 
 
 def _size_sets(raw: Any, file: str) -> tuple[dict, tuple[dict, ...], tuple[dict, ...]]:
@@ -355,14 +400,26 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
         raise FamilyError(file, where + "file", f"{rel!r} is not under {expected_dir}/", f"move it to {expected_dir}/")
     if not path.is_file():
         raise FamilyError(_rel(path), "", "file is missing", f"create it or correct '{where}file' in family.toml")
-    source = path.read_text()
+    source = read_text(path)
+    try:
+        check_brackets(source)
+    except SourceError as exc:
+        raise FamilyError(_rel(path), "", str(exc), "add or remove the bracket so that every (, [ and { is closed", exc.line) from None
     try:
         sigs = kernel_signatures(source)
     except SourceError as exc:
-        raise FamilyError(_rel(path), "", str(exc), 'declare kernels as extern "C" __global__ void name(...)') from None
+        raise FamilyError(_rel(path), "", str(exc), 'declare kernels as extern "C" __global__ void name(...)', exc.line) from None
+    markers = surviving_comment_markers(source) if role != "wrong" else []  # only start and rewrites reach a prompt
+    if markers:
+        line, marker, text = markers[0]
+        raise FamilyError(
+            _rel(path), "", f"{marker!r} survives comment stripping in {text!r}, so the prompt would show it",
+            "move that text out of the string literal, or report the stripping bug", line,
+        )
     text = raw.get("text", raw.get("defect", ""))
     _expect(text, str, file, where + ("text" if role == "rewrite" else "defect"), "a string")
     zero = _expect(raw.get("zero_before", []), list, file, where + "zero_before", "a list of buffer names")
+    allow_local = _expect(raw.get("allow_local", False), bool, file, where + "allow_local", "true or false")
     return Candidate(
         id=cid,
         role=role,
@@ -372,13 +429,22 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
         zero_before=tuple(zero),
         text=text.strip(),
         signatures=sigs,
+        allow_local=allow_local,
         allow_spills=_expect(raw.get("allow_spills", False), bool, file, where + "allow_spills", "true or false"),
     )
 
 
 def _leaks(text: str) -> list[str]:
+    """Listed words (as word prefixes) and ratio claims ("2x", "half the time") in `text`."""
     low = text.lower()
-    return sorted({w for w in LEAK_WORDS if re.search(r"\b" + re.escape(w), low)})
+    found = {w for w in LEAK_WORDS if re.search(r"\b" + re.escape(w), low)}
+    found |= {m.group(0) for p in LEAK_PATTERNS for m in p.finditer(text)}
+    return sorted(found)
+
+
+def _name_leaks(names: Iterable[str]) -> list[str]:
+    """Names (buffers, sizes, params) with a listed identifier segment."""
+    return sorted({n for n in names for part in re.split(r"_+|(?<=[a-z0-9])(?=[A-Z])", n) if part.lower() in IDENT_LEAK_SEGMENTS})
 
 
 def _identifier_leaks(code: str) -> list[str]:
@@ -502,6 +568,39 @@ def _hard_fields(raw: Mapping[str, Any], file: str, name: str, ids: list[str]) -
     return tuple(targets), gpu_only, pair
 
 
+def _check_shown_text(fam: Family, file: str) -> None:
+    """Every text a model reads, against the word list (leak_words.toml): one error for the first hit."""
+    words = f"reword it without {LEAK_WORDS_FILE.name}'s words (families/README.md, 'Words a model must not read')"
+    leaks = _leaks(fam.computes)
+    if leaks:
+        raise FamilyError(file, "computes", f"uses {leaks}, which tell the reader about speed", words)
+    for i, r in enumerate(fam.rewrites):
+        leaks = _leaks(r.text)
+        if leaks:
+            raise FamilyError(file, f"rewrites[{i}].text", f"option text uses {leaks}, which tell the reader about speed", f"describe the mechanism only; {words}")
+        if not r.text:
+            raise FamilyError(file, f"rewrites[{i}].text", "is empty", "describe the rewrite in one line")
+    for kind, names in (("buffers", [b.name for b in fam.buffers]), ("sizes.timing", list(fam.timing)), ("params", list(fam.params))):
+        bad = _name_leaks(names)
+        if bad:
+            raise FamilyError(file, f"{kind}.{bad[0]}", f"names {bad} hint at intent", "use neutral names (x, out, n, ...)")
+    for c in (fam.start, *fam.rewrites):
+        code = c.code
+        bad = _identifier_leaks(code)
+        if bad:
+            raise FamilyError(_rel(c.path), "", f"identifiers {bad} hint at intent", "use neutral names (k0, k1, v, t, ...)", _first_line(c.source, bad[0]))
+        for lit in re.finditer(r'"(?:\\.|[^"\\\n])*"', code):
+            leaks = _leaks(lit.group(0))
+            if leaks:
+                raise FamilyError(_rel(c.path), "", f"a string literal uses {leaks}", "remove it", _first_line(c.source, lit.group(0)))
+
+
+def _first_line(source: str, needle: str) -> int | None:
+    """The line of `source` where `needle` first appears as a whole word, if it does."""
+    m = re.search(r"(?<![A-Za-z0-9_])" + re.escape(needle) + r"(?![A-Za-z0-9_])", source) or re.search(re.escape(needle), source)
+    return source.count("\n", 0, m.start()) + 1 if m else None
+
+
 def load_family(fam_dir: Path) -> Family:
     """Read and validate one family directory. Raises FamilyError."""
     fam_dir = Path(fam_dir)
@@ -512,9 +611,11 @@ def load_family(fam_dir: Path) -> Family:
     if not (fam_dir / "rewrites").is_dir():
         raise FamilyError(_rel(fam_dir / "rewrites"), "", "directory is missing", "put the four rewrites in rewrites/")
     try:
-        raw = tomllib.loads((fam_dir / "family.toml").read_text())
+        raw = tomllib.loads(read_text(fam_dir / "family.toml"))
     except tomllib.TOMLDecodeError as exc:
-        raise FamilyError(file, "", f"is not valid TOML: {exc}", "correct the syntax at that line") from None
+        at = re.search(r"at line (\d+)", str(exc))
+        raise FamilyError(file, "", f"is not valid TOML: {exc}", "correct the syntax at that line",
+                          int(at.group(1)) if at else None) from None
 
     _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set"} - OPTIONAL_HARD_FIELDS, file, "")
     name = _expect(raw["name"], str, file, "name", "the family name")
@@ -635,19 +736,7 @@ def load_family(fam_dir: Path) -> Family:
     for c in (start, *rewrites, *wrong):
         where = "start." if c.role == "start" else f"{'rewrites' if c.role == 'rewrite' else 'wrong'}[{[x.id for x in (rewrites if c.role == 'rewrite' else wrong)].index(c.id)}]."
         _validate_plan(fam, c, file, where)
-    for i, r in enumerate(rewrites):
-        leaks = _leaks(r.text)
-        if leaks:
-            raise FamilyError(file, f"rewrites[{i}].text", f"option text uses {leaks}, which tell the reader about speed", "describe the mechanism only")
-        if not r.text:
-            raise FamilyError(file, f"rewrites[{i}].text", "is empty", "describe the rewrite in one line")
-    for c in (start, *rewrites):
-        bad = _identifier_leaks(c.code)
-        if bad:
-            raise FamilyError(_rel(c.path), "", f"identifiers {bad} hint at intent", "use neutral names (k0, k1, v, t, ...)")
-        leaks = _leaks(" ".join(re.findall(r'"(?:\\.|[^"\\])*"', c.code)))
-        if leaks:
-            raise FamilyError(_rel(c.path), "", f"a string literal uses {leaks}", "remove it")
+    _check_shown_text(fam, file)
     load_reference(fam_dir / "reference.py")
     return fam
 
@@ -692,6 +781,9 @@ def discover(root: Path, sets: tuple[str, ...] | None = None) -> tuple[Discovere
             found.append(Discovered(d.name, d, load_family(d), None))
         except FamilyError as exc:
             found.append(Discovered(d.name, d, None, exc))
+        except OSError as exc:  # unreadable file or directory: that family's error, not the session's
+            where = exc.filename or d
+            found.append(Discovered(d.name, d, None, FamilyError(_rel(Path(where)), "", f"cannot be read: {exc.strerror or exc}", "make it readable")))
     return tuple(found)
 
 

@@ -46,6 +46,7 @@ class KeyInfo:
     file: str
     git_commit: str = ""
     date: str = ""
+    fragile: bool = False  # kept, but the key's interval on runner-up/winner reaches below 1.08 (docs/artifacts.md)
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,10 @@ def build_items(
                 notes.append(got)
                 continue
             winner, times = got
-            info = KeyInfo(gpu=key, measured=True, file=_rel(fk.path, repo), git_commit=fk.git_commit, date=fk.date)
+            info = KeyInfo(gpu=key, measured=True, file=_rel(fk.path, repo), git_commit=fk.git_commit, date=fk.date,
+                           fragile=fk.fragile)
+            if fk.fragile:
+                notes.append(f"{fam.name}: kept on {key} but FRAGILE: {fk.fragile_reason}")
         gpu = gpu_for(key, fk.record if fk is not None else None)
         report = load_slip(slips_root, key, fam.name)
         slips: dict[str, str | None] = {"source": None}

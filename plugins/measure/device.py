@@ -132,6 +132,42 @@ def cupy_added_options(cupy: Any) -> list[str]:
     return found
 
 
+def full_compile_options(cupy: Any, options: Sequence[str]) -> dict:
+    """Every option NVRTC receives for our RawModules, as CuPy 14.2 assembles them.
+
+    RawModule compiles through cupy._core.core.compile_with_cache, which calls
+    `assemble_cupy_compiler_options` (CuPy 14.2, cupy/_core/core.pyx): it puts
+    -I for CuPy's bundled CCCL (cub, thrust, libcudacxx) first, and appends -I
+    for CuPy's own headers and for the CUDA headers cuda.pathfinder finds.
+    That function is called here, so the -I paths are the ones this machine
+    uses. cupy/cuda/compiler.py then appends -ftz=true, the -arch for this
+    device and --device-as-default-execution-space (read from its source by
+    `cupy_added_options`), and --pch only when CUPY_NVRTC_USE_PCH is set.
+    """
+    ours = tuple(options)
+    rec: dict = {"ours": list(ours)}
+    try:
+        assembled = list(cupy._core.core.assemble_cupy_compiler_options(ours))
+        rec["assembled_by"] = "cupy._core.core.assemble_cupy_compiler_options (called on this machine)"
+    except Exception as exc:
+        assembled = list(ours)
+        rec["assembled_by"] = (f"unavailable: CuPy's option assembly could not be called ({type(exc).__name__}: {exc}); "
+                               "the -I paths CuPy adds are missing from this list")
+    added = cupy_added_options(cupy)
+    plain = [a.split(" (")[0] for a in added if not a.startswith("unavailable") and "cooperative plans only" not in a]
+    order = ["-ftz=true", *[a for a in plain if a.startswith("-arch")], "--device-as-default-execution-space"]
+    tail = [o for o in order if o in plain]
+    try:
+        comp = cupy.cuda.compiler
+        if getattr(comp, "_use_pch", False) and tuple(comp._get_nvrtc_version()) >= (12, 8):
+            tail.append("--pch")
+    except Exception:
+        pass
+    rec["cupy_added"] = added
+    rec["options"] = assembled + tail
+    return rec
+
+
 def _cooperative_block(src: str) -> str:
     """The lines under `if enable_cooperative_groups:` in CuPy's compiler source (where
     options for cooperative modules would be added); "" when there is none."""

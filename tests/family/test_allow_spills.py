@@ -1,5 +1,5 @@
 """`allow_spills = true`: a candidate that spills by design has its spill bytes recorded
-(reports/resources.json) instead of failing the compile check; a flag no target needs fails."""
+(the ptxas resources report) instead of failing the compile check; a flag no target needs fails."""
 from __future__ import annotations
 
 import pytest

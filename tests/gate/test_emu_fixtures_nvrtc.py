@@ -11,7 +11,7 @@ from plugins.family.compile import ARCHS, compile_source
 
 FIX = Path(__file__).parents[1] / "fixtures" / "emu"
 # kernels written for the hard set's emulator features (the older fixtures predate this check)
-HARD_FIXTURES = ("lowp.cu", "wmma.cu")
+HARD_FIXTURES = ("lowp.cu", "wmma.cu", "async.cu", "cluster.cu")
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -27,6 +27,16 @@ def test_family_not_targeting_the_gpu_is_skipped(tmp_path):
     s = MeasureSession(cfg, RefusingExecutor(), lambda *a: None, gpu={"name": "GB10 (test fixture)", "slug": "gb10", "compute_capability": "12.1"},
                        provenance={}, seeds=lambda n: tuple(range(n)), new_seed=lambda: 1)
     out = s.measure(fam)
-    assert out.skipped == "rowquant targets ['sm_90'], not this GPU (compute capability 12.1)"
+    assert out.not_measured == "not a target: rowquant declares targets ['sm_90']; this GPU is ['gb10', 'sm_121']"
     assert out.error == "" and out.key_path is None and out.slip["status"] == "skipped"
-    assert out.summary()["reason"] == out.skipped
+    assert out.summary()["reason"] == out.not_measured
+
+
+def test_a_hopper_only_target_runs_on_an_sm_90_gpu():
+    from types import SimpleNamespace
+
+    from plugins.measure.session import target_mismatch
+
+    h200 = {"slug": "h200", "compute_capability": "9.0"}
+    assert target_mismatch(SimpleNamespace(name="f", targets=("sm_90a",)), h200) == ""
+    assert "declares targets ['sm_90a']" in target_mismatch(SimpleNamespace(name="f", targets=("sm_90a",)), {"slug": "gb10", "compute_capability": "12.1"})

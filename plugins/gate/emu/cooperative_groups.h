@@ -39,31 +39,34 @@ struct thread_block {
 // concurrently; sync() is a barrier over every thread of every block of the cluster;
 // map_shared_rank gives the same variable in another block's shared memory.
 struct cluster_group {
-    struct arrival_token {
-        unsigned long long phase;
-    };
+    using arrival_token = struct {};  // as in CUDA: barrier_wait waits for this thread's last arrival
     static void sync() { emu_cluster_wait(emu_cluster_arrive("cluster.sync()"), "cluster.sync()"); }
-    static arrival_token barrier_arrive() { return arrival_token{emu_cluster_arrive("cluster.barrier_arrive()")}; }
-    static void barrier_wait(arrival_token&& t) { emu_cluster_wait(t.phase, "cluster.barrier_wait()"); }
-    static unsigned block_rank() { return emu_cur->blk->crank; }
-    static unsigned num_blocks() { return emu_cur->blk->cl->n; }
+    static arrival_token barrier_arrive() {
+        emu_cur->ctoken = emu_cluster_arrive("cluster.barrier_arrive()");
+        return arrival_token();
+    }
+    static void barrier_wait() { emu_cluster_wait(emu_cur->ctoken, "cluster.barrier_wait()"); }
+    static void barrier_wait(arrival_token&&) { barrier_wait(); }
+    static unsigned int block_rank() { return emu_cur->blk->crank; }
+    static unsigned int num_blocks() { return emu_cur->blk->cl->n; }
     static dim3 dim_blocks() { return emu_cluster_dim; }
     static dim3 block_index() {
         return dim3(blockIdx.x % emu_cluster_dim.x, blockIdx.y % emu_cluster_dim.y, blockIdx.z % emu_cluster_dim.z);
     }
-    static unsigned long long thread_rank() {
-        return (unsigned long long)block_rank() * (blockDim.x * blockDim.y * blockDim.z) + threadIdx.x +
-               blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    static dim3 thread_index() {
+        dim3 b = block_index();
+        return dim3(b.x * blockDim.x + threadIdx.x, b.y * blockDim.y + threadIdx.y, b.z * blockDim.z + threadIdx.z);
     }
-    static unsigned long long num_threads() { return (unsigned long long)num_blocks() * blockDim.x * blockDim.y * blockDim.z; }
-    static unsigned long long size() { return num_threads(); }
+    static unsigned int thread_rank() {
+        return block_rank() * (blockDim.x * blockDim.y * blockDim.z) + threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    }
+    static unsigned int num_threads() { return num_blocks() * blockDim.x * blockDim.y * blockDim.z; }
+    static unsigned int size() { return num_threads(); }
     static dim3 dim_threads() { return dim3(blockDim.x * emu_cluster_dim.x, blockDim.y * emu_cluster_dim.y, blockDim.z * emu_cluster_dim.z); }
     static bool is_valid() { return true; }
     template <class T>
     static T* map_shared_rank(T* addr, int rank) { return (T*)emu_cluster_map((const void*)addr, (unsigned)rank); }
-    template <class T>
-    static T& map_shared_rank(T& addr, int rank) { return *(T*)emu_cluster_map((const void*)&addr, (unsigned)rank); }
-    static unsigned query_shared_rank(const void* addr) { return (unsigned)emu_cluster_query(addr); }
+    static unsigned int query_shared_rank(const void* addr) { return (unsigned)emu_cluster_query(addr); }
 };
 
 static inline grid_group this_grid() { return grid_group(); }

@@ -60,6 +60,7 @@ struct alignas(64) emu_thread {
     // lists of records in the launch's copy pool, and the groups committed / completed so far
     int aq_first, aq_last, bq_first, bq_last;
     unsigned a_committed, b_committed;
+    unsigned long long ctoken;  // the cluster barrier phase this thread last arrived on
 };
 static_assert(__builtin_offsetof(emu_thread, wval) == 64, "a barrier's fields fit one cache line");
 
@@ -123,6 +124,7 @@ EMU_HIDDEN void emu_async_commit(void);
 EMU_HIDDEN void emu_async_wait_prior(unsigned long n);
 EMU_HIDDEN void emu_copy_attach(int* first, int* last, void* dst, const void* src, unsigned long n, int tx, const char* what);
 EMU_HIDDEN long long emu_copy_flush(int* first, int* last);
+EMU_HIDDEN long long emu_copy_move(int* first, int* last, int* to_first, int* to_last);
 EMU_HIDDEN void emu_bulk_issue(void* dst, const void* src, unsigned long n, const char* what);
 EMU_HIDDEN void emu_bulk_commit(void);
 EMU_HIDDEN void emu_bulk_wait_prior(unsigned long n);

@@ -73,15 +73,20 @@ static inline unsigned long emu_checked_size(void* dst, const void* src, const S
 }
 
 // ---------------------------------------------------------------- the emulated barrier
-// Arrivals count down to zero; then the phase completes: its attached copies are
-// performed (in issue order), the expected transaction bytes must match what the
-// counted copies delivered, and waiters on the old phase go on.
+// A phase completes when its arrivals have counted down to zero and its transaction-counted
+// copies (memcpy_async_tx) carry as many bytes as expect_tx / arrive_tx declared (in either
+// order, as on a GPU; more bytes than declared is an error, fewer never completes: a hang on a
+// GPU, a deadlock report here). Its copies then become due: the first wait that sees the phase
+// complete performs them (in issue order), so even the thread whose arrival completed the
+// phase reads poison if it reads before waiting.
 static constexpr unsigned EMU_BAR_MAGIC = 0x5ba7b0c1u;
 struct emu_bar {
     unsigned magic;
     int expected, pending;
     int first, last;  // copies completed by this phase
+    int due_first, due_last;  // copies of completed phases, performed by the next wait
     long long tx;     // transaction bytes expected (expect_tx) by this phase
+    long long txcopied;  // transaction bytes its counted copies carry
     unsigned long long phase;
 };
 
@@ -89,8 +94,8 @@ static inline void emu_bar_init(emu_bar* b, long long expected, const char* what
     if (expected < 0 || expected > (1 << 20)) emu_fail("%s: init with an expected count of %lld", what, expected);
     b->magic = EMU_BAR_MAGIC;
     b->expected = b->pending = (int)expected;
-    b->first = b->last = -1;
-    b->tx = 0;
+    b->first = b->last = b->due_first = b->due_last = -1;
+    b->tx = b->txcopied = 0;
     b->phase = 0;
 }
 static inline emu_bar* emu_bar_check(emu_bar* b, const char* what) {
@@ -99,12 +104,13 @@ static inline emu_bar* emu_bar_check(emu_bar* b, const char* what) {
                  "before other threads use it)", what);
     return b;
 }
-static inline void emu_bar_complete(emu_bar* b, const char* what) {
-    long long delivered = emu_copy_flush(&b->first, &b->last);
-    if (b->tx != delivered)
-        emu_fail("%s: the barrier phase expected %lld transaction bytes but its copies delivered %lld; on a GPU the "
-                 "phase would %s", what, b->tx, delivered, b->tx > delivered ? "never complete (a hang)" : "be corrupted");
-    b->tx = 0;
+static inline void emu_bar_maybe_complete(emu_bar* b, const char* what) {
+    if (b->pending || b->txcopied < b->tx) return;
+    if (b->txcopied > b->tx)
+        emu_fail("%s: the barrier phase's copies carry %lld transaction bytes but only %lld were declared "
+                 "(expect_tx / arrive_tx); on a GPU the phase's count would be corrupted", what, b->txcopied, b->tx);
+    emu_copy_move(&b->first, &b->last, &b->due_first, &b->due_last);
+    b->tx = b->txcopied = 0;
     b->pending = b->expected;
     b->phase++;
 }
@@ -114,7 +120,7 @@ static inline unsigned long long emu_bar_arrive(emu_bar* b, long long n, const c
         emu_fail("%s: %lld arrivals, but only %d are still expected in this phase", what, n, b->pending);
     unsigned long long ph = b->phase;
     b->pending -= (int)n;
-    if (b->pending == 0) emu_bar_complete(b, what);
+    emu_bar_maybe_complete(b, what);
     return ph;
 }
 static inline void emu_bar_drop(emu_bar* b, const char* what) {
@@ -122,7 +128,7 @@ static inline void emu_bar_drop(emu_bar* b, const char* what) {
     if (b->expected < 1) emu_fail("%s: arrive_and_drop on a barrier that expects no arrivals", what);
     b->expected--;
     b->pending--;
-    if (b->pending == 0) emu_bar_complete(b, what);
+    emu_bar_maybe_complete(b, what);
 }
 struct emu_bar_wait_arg {
     emu_bar* b;
@@ -137,15 +143,33 @@ static inline void emu_bar_wait(emu_bar* b, unsigned long long token, const char
     emu_bar_check(b, what);
     emu_bar_wait_arg w = {b, token, -1};
     emu_wait_until(emu_bar_done, &w, what);
+    emu_copy_flush(&b->due_first, &b->due_last);
 }
 static inline void emu_bar_wait_parity(emu_bar* b, int parity, const char* what) {
     emu_bar_check(b, what);
     emu_bar_wait_arg w = {b, 0, parity};
     emu_wait_until(emu_bar_done, &w, what);
+    emu_copy_flush(&b->due_first, &b->due_last);
+}
+// try_wait: true (and the copies performed) when the phase after `token` has completed
+static inline bool emu_bar_try(emu_bar* b, unsigned long long token, int parity, const char* what) {
+    emu_bar_check(b, what);
+    emu_bar_wait_arg w = {b, token, parity};
+    if (!emu_bar_done(&w)) return false;
+    emu_copy_flush(&b->due_first, &b->due_last);
+    return true;
 }
 static inline void emu_bar_attach(emu_bar* b, void* dst, const void* src, unsigned long n, int tx, const char* what) {
     emu_bar_check(b, what);
     emu_copy_attach(&b->first, &b->last, dst, src, n, tx, what);
+    if (tx) {
+        b->txcopied += (long long)n;
+        emu_bar_maybe_complete(b, what);
+    }
+}
+static inline void emu_bar_expect_tx(emu_bar* b, long long n, const char* what) {
+    emu_bar_check(b, what)->tx += n;
+    emu_bar_maybe_complete(b, what);
 }
 
 // The calling thread's rank in a cooperative group (or 0 for a thread itself).

@@ -1049,6 +1049,21 @@ EMU_HIDDEN long long emu_copy_flush(int* first, int* last) {
     return txb;
 }
 
+// Append one list to another (a barrier phase's copies become due at its waits); returns the
+// transaction bytes the moved copies count.
+EMU_HIDDEN long long emu_copy_move(int* first, int* last, int* to_first, int* to_last) {
+    long long txb = 0;
+    for (int i = *first; i >= 0; i = g_copies[i].next)
+        if (g_copies[i].tx) txb += (long long)g_copies[i].n;
+    if (*first >= 0) {
+        if (*to_last >= 0) g_copies[*to_last].next = *first;
+        else *to_first = *first;
+        *to_last = *last;
+    }
+    *first = *last = -1;
+    return txb;
+}
+
 // ---- clusters
 
 EMU_HIDDEN unsigned long long emu_cluster_arrive(const char*) {
