@@ -34,7 +34,7 @@ def _field(fam, cand) -> str:
 def _first_target_failed(fam, cand) -> str:
     """Why this candidate already failed on the first target (one defect, one failure), or ''."""
     first = compile_source(cand.source, ARCHS[0], cand.path.name)
-    if not first.ok or first.problems(cand.allow_local):
+    if not first.ok or first.problems(cand.allow_local, allow_spills=cand.allow_spills):
         return f"{cand.path}: already failed on {ARCHS[0]}; reported once, by test_compiles[{fam.name}/{cand.id}/{ARCHS[0]}]"
     return ""
 
