@@ -33,16 +33,17 @@ def _field(fam, cand) -> str:
 
 def _first_target_failed(fam, cand) -> str:
     """Why this candidate already failed on the first target (one defect, one failure), or ''."""
-    first = compile_source(cand.source, ARCHS[0], cand.path.name)
-    if not first.ok or first.problems(cand.allow_local, allow_spills=cand.allow_spills):
-        return f"{cand.path}: already failed on {ARCHS[0]}; reported once, by test_compiles[{fam.name}/{cand.id}/{ARCHS[0]}]"
+    arch = fam.targets[0]
+    first = compile_source(cand.source, arch, cand.path.name)
+    if not first.ok or first.problems(cand.allow_local, cand.allow_spills):
+        return f"{cand.path}: already failed on {arch}; reported once, by test_compiles[{fam.name}/{cand.id}/{arch}]"
     return ""
 
 
 def test_compiles(compile_case, record_property):
     fam, cand, arch = compile_case
     res = compile_source(cand.source, arch, cand.path.name)
-    if arch != ARCHS[0] and (not res.ok or res.problems(cand.allow_local)) and (why := _first_target_failed(fam, cand)):
+    if arch != fam.targets[0] and (not res.ok or res.problems(cand.allow_local, cand.allow_spills)) and (why := _first_target_failed(fam, cand)):
         pytest.skip(why)
     if not res.ok:
         line, msg = first_error(res.log)
@@ -74,8 +75,8 @@ def test_compiles(compile_case, record_property):
 def test_entry_points_match_manifest(candidate):
     """The compiler's own parameter list agrees with the manifest's argument lists."""
     fam, cand = candidate
-    if not compile_source(cand.source, ARCHS[0], cand.path.name).ok:
-        pytest.skip(f"{cand.path} does not compile; reported once, by test_compiles[{fam.name}/{cand.id}/{ARCHS[0]}]")
+    if not compile_source(cand.source, fam.targets[0], cand.path.name).ok:
+        pytest.skip(f"{cand.path} does not compile; reported once, by test_compiles[{fam.name}/{cand.id}/{fam.targets[0]}]")
     emitted = ptx_entry_params(cand.source, cand.path.name)
     for launch in cand.launches:
         sig = cand.signatures[launch.kernel]
