@@ -147,8 +147,9 @@ def test_all_targets_listed():
 
 
 # Sizing rules from the foundation issue, checked from the manifests alone:
-# memory-bound data several times the L2 (about 60 MB on an H200, so at least
-# 4x), and no family needing more than a few GB of device memory.
+# memory-bound data several times the L2, and no family needing more than a few
+# GB of device memory. The H200 ships GH100 with 50 MB of L2 enabled; the rule
+# takes the full die's 60 MiB, so it holds with a margin on every target.
 L2_BYTES_H200 = 60 * 2**20
 MAX_FAMILY_BYTES = 2 * 2**30
 
