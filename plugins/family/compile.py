@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -57,6 +57,7 @@ class CompileResult:
     log: str
     resources: tuple[KernelResources, ...]
     seconds: float
+    cubin: bytes = field(default=b"", repr=False, compare=False)  # the binary, for plugins.family.binary
 
     def problems(self) -> list[str]:
         """Spills and over-limit static shared memory, each with its numbers."""
@@ -119,9 +120,14 @@ def compile_source(source: str, arch: str, name: str = "kernel.cu") -> CompileRe
         nvrtc.nvrtcGetProgramLog(prog, buf)
         log = buf.decode(errors="replace").rstrip("\x00 \n")
         ok = res == nvrtc.nvrtcResult.NVRTC_SUCCESS
+        cubin = b""
+        if ok:
+            _, cubin_size = nvrtc.nvrtcGetCUBINSize(prog)
+            cubin = b" " * cubin_size
+            nvrtc.nvrtcGetCUBIN(prog, cubin)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    return CompileResult(arch, ok, log, parse_ptxas_log(log) if ok else (), time.perf_counter() - start)
+    return CompileResult(arch, ok, log, parse_ptxas_log(log) if ok else (), time.perf_counter() - start, cubin)
 
 
 _PTX_ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(([^)]*)\)", re.S)

@@ -27,6 +27,7 @@ from plugins.family.plan import (
     evaluate,
     evaluate_int,
 )
+from plugins.family.profile_checks import CheckSpecError, ProfileCheck, parse_profile_checks
 
 DTYPES = ("float32", "float64", "int32", "uint32", "uint8", "int64", "uint64")
 ROLES = ("input", "output", "scratch")
@@ -65,6 +66,7 @@ DEFAULT_SET = "classic"
 TOP_FIELDS = {
     "name", "set", "computes", "bound", "constraints", "sizes", "params", "buffers",
     "start", "rewrites", "wrong", "intended",
+    "profile_checks",  # optional: claims about the binary (plugins/family/profile_checks.py)
 }
 CANDIDATE_FIELDS = {"id", "file", "text", "defect", "launch", "zero_before"}
 LAUNCH_FIELDS = {"kernel", "grid", "block", "shared_bytes", "args", "cooperative"}
@@ -152,6 +154,7 @@ class Family:
     intended_winner: str
     intended_reasoning: str
     set: str = DEFAULT_SET
+    profile_checks: tuple[ProfileCheck, ...] = ()
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:
@@ -356,6 +359,13 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
     )
 
 
+def _profile_checks(raw: Any, cands: tuple[Candidate, ...], file: str) -> tuple[ProfileCheck, ...]:
+    try:
+        return parse_profile_checks(raw, {c.id: tuple(c.signatures) for c in cands})
+    except CheckSpecError as exc:
+        raise FamilyError(file, f"profile_checks{exc.field}", exc.problem, exc.fix) from None
+
+
 def _leaks(text: str) -> list[str]:
     low = text.lower()
     return sorted({w for w in LEAK_WORDS if re.search(r"\b" + re.escape(w), low)})
@@ -443,7 +453,7 @@ def load_family(fam_dir: Path) -> Family:
     except tomllib.TOMLDecodeError as exc:
         raise FamilyError(file, "", f"is not valid TOML: {exc}", "correct the syntax at that line") from None
 
-    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set"}, file, "")
+    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set", "profile_checks"}, file, "")
     name = _expect(raw["name"], str, file, "name", "the family name")
     if name != fam_dir.name:
         raise FamilyError(file, "name", f"is {name!r} but the directory is {fam_dir.name!r}", "make them equal")
@@ -529,6 +539,7 @@ def load_family(fam_dir: Path) -> Family:
         timing=timing, gate=gate, tiny=tiny, params=dict(params), buffers=tuple(buffers),
         start=start, rewrites=rewrites, wrong=wrong,
         intended_winner=intended["winner"], intended_reasoning=str(intended["reasoning"]).strip(), set=fam_set,
+        profile_checks=_profile_checks(raw.get("profile_checks", []), (start, *rewrites, *wrong), file),
     )
 
     for kind in ("timing", "gate", "tiny"):
