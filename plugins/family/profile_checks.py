@@ -18,8 +18,9 @@ OPS: dict[str, Callable[[float, float], bool]] = {
 }
 # kernel: the whole kernel; in_loops: inside the loops that survive (outermost
 # bodies, so nested code counts once); each_loop: every surviving loop's body
-# must pass on its own (vacuous when no loop survives; pair it with a `loops` check).
-SCOPES = ("kernel", "in_loops", "each_loop")
+# must pass on its own (vacuous when no loop survives; pair it with a `loops`
+# check); any_loop: at least one surviving loop's body passes.
+SCOPES = ("kernel", "in_loops", "each_loop", "any_loop")
 LOOPS = "loops"  # a count that is not an instruction class: how many loops survive
 COUNTABLE = (*CLASSES, LOOPS)
 CHECK_FIELDS = {"candidate", "kernel", "count", "scope", "op", "value", "per", "why"}
@@ -111,7 +112,7 @@ def parse_profile_checks(raw: Any, kernels: Mapping[str, Sequence[str]]) -> tupl
 
 
 def counted(check: ProfileCheck, prof: KernelProfile) -> list[float]:
-    """The value(s) the check compares: one for kernel/in_loops, one per loop for each_loop."""
+    """The value(s) the check compares: one for kernel/in_loops, one per loop for each_loop/any_loop."""
     if check.count == LOOPS:
         return [len(prof.loops) / check.per]
     if check.scope == "kernel":
@@ -130,7 +131,14 @@ def failures(check: ProfileCheck, candidate: str, profiles: Sequence[KernelProfi
     if not chosen:
         return [f"kernel {check.kernel!r} is not in the binary (kernels: {[p.kernel for p in profiles]})"]
     for prof in chosen:
-        for k, v in enumerate(counted(check, prof)):
+        values = counted(check, prof)
+        if check.scope == "any_loop":
+            if not any(OPS[check.op](v, check.value) for v in values):
+                shown = ", ".join(_num(v) for v in values) or "no loop survives"
+                out.append(f"{prof.kernel} on {prof.arch}: {check.describe()} fails in every loop, counted "
+                           f"[{shown}] [claim: {check.why}]")
+            continue
+        for k, v in enumerate(values):
             if not OPS[check.op](v, check.value):
                 loop = f" loop at 0x{prof.loops[k].start:04x}" if check.scope == "each_loop" else ""
                 raw = "" if check.per == 1 else f" ({_num(v * check.per)} counted / {check.per})"

@@ -9,7 +9,7 @@ import pytest
 
 from plugins.family.binary import profile_source
 from plugins.family.manifest import FamilyError, load_family
-from plugins.family.profile_checks import CheckSpecError, parse_profile_checks
+from plugins.family.profile_checks import CheckSpecError, failures, parse_profile_checks
 from plugins.family.profiles import check_failures, main, write_profiles
 
 SYNTH = Path(__file__).resolve().parents[1] / "fixtures" / "items" / "synth_scale"
@@ -48,6 +48,14 @@ scope = "each_loop"
 op = ">="
 value = 1
 why = "the grid-stride loop loads every pass"
+
+[[profile_checks]]
+candidate = "rw_grid"
+count = "global_stores"
+scope = "any_loop"
+op = ">="
+value = 1
+why = "some loop stores"
 """
 
 
@@ -69,7 +77,7 @@ value = 1
 per = 2
 why = "claims float2 loads"
 """))
-    assert len(fam.profile_checks) == 4
+    assert len(fam.profile_checks) == 5
     for cand in fam.candidates:
         lines = check_failures(fam, cand.id, profile_source(cand.source, "sm_90"))
         if cand.id == "rw_two":
@@ -78,6 +86,11 @@ why = "claims float2 loads"
             assert "claims float2 loads" in line
         else:
             assert lines == []
+    grid = fam.candidate("rw_grid")
+    import dataclasses
+    none_loop = dataclasses.replace(fam.profile_checks[3], value=99.0)
+    (line,) = failures(none_loop, "rw_grid", profile_source(grid.source, "sm_90"))
+    assert "global_stores (any_loop) >= 99 fails in every loop, counted [" in line
 
 
 def test_report_files_are_deterministic_and_failing_checks_fail_the_command(tmp_path, capsys):
