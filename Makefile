@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 KEY    ?=
 JOBS   ?= 2
 
-.PHONY: run test dry-run install install-local-model measure-gpu clean
+.PHONY: run test dry-run family report install install-local-model measure-gpu clean
 
 $(VENV)/.installed: requirements.txt constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -24,21 +24,35 @@ install-local-model: $(VENV)/.local-model
 
 # The main job: the embedded default model (no key, no network after install)
 # on the committed answer key. llama.cpp's server answers one request at a time.
+# Exit 0 when the run completed, whatever the score; non-zero only when
+# something broke (plugins/score/runexit.py reads the junit sheet).
 run: $(VENV)/.local-model
-	$(BIN)/pytest -v --model local $(if $(KEY),--key $(KEY)) --junitxml=reports/runs/local/junit.xml
+	$(BIN)/python -m plugins.score run -v --model local $(if $(KEY),--key $(KEY)) --junitxml=reports/runs/local/junit.xml
 
 # The same pipeline on the authors' intended winners: for checking the plumbing
 # before a GPU has measured anything. Every output says the key was not measured.
 dry-run: $(VENV)/.local-model
-	$(BIN)/pytest -v --model local --key-intended --run-dir=reports/runs/local-intended --junitxml=reports/runs/local-intended/junit.xml
+	$(BIN)/python -m plugins.score run -v --model local --key-intended --run-dir=reports/runs/local-intended --junitxml=reports/runs/local-intended/junit.xml
 
 # The CPU suite in parallel, then the CPU-stage benchmarks timed serially.
 test: $(VENV)/.local-model
 	$(BIN)/pytest -n $(JOBS)
 	$(BIN)/pytest tests/family/test_bench_cpu.py --benchmark-only --benchmark-json=reports/bench-cpu.json -q
 
+# Every CPU check of one family, one summary line per check (families/README.md):
+#   make family NAME=gather_rows [FAMILIES=families] [ARGS=--snapshot-update]
+# Installs the virtualenv only when it has no pytest: an existing one is used as it is.
+family: | $(if $(wildcard $(BIN)/pytest),,$(VENV)/.installed)
+	@test -n "$(NAME)" || { echo "usage: make family NAME=<family directory> [FAMILIES=<root>] [ARGS=...]" >&2; exit 2; }
+	$(BIN)/pytest -n $(JOBS) --family=$(NAME) $(if $(FAMILIES),--families-root=$(FAMILIES)) $(ARGS)
+
 measure-gpu:
 	bash scripts/measure-gpu.sh reports/measure
+
+# The report site from every run folder under reports/runs/: open reports/site/index.html
+# (offline, from disk). Regenerated whole; not committed.
+report: $(VENV)/.installed
+	$(BIN)/python -m plugins.site reports/runs --out reports/site
 
 clean:
 	rm -rf $(VENV) .cache

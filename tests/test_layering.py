@@ -12,7 +12,7 @@ import pytest
 
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
 # Flow order. `atomicio` is the one shared module every stage may use.
-STAGES = ("atomicio", "family", "gate", "measure", "items", "score")
+STAGES = ("atomicio", "family", "gate", "measure", "items", "score", "site")
 HOOK_MODULE = "hooks"
 
 

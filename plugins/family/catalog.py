@@ -6,11 +6,11 @@ family must show up as exactly one failing case while the rest still run.
 from __future__ import annotations
 
 import json
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from plugins.family.compile import ARCHS
 from plugins.atomicio import write_json_atomic
 from plugins.family.manifest import Candidate, Discovered, Family, discover
 
@@ -23,6 +23,14 @@ class Catalog:
     @classmethod
     def load(cls, root: Path, sets: tuple[str, ...] | None = None) -> "Catalog":
         return cls(Path(root), discover(root, sets) if Path(root).is_dir() else ())
+
+    def only(self, name: str) -> "Catalog":
+        """This catalog cut to the one directory `name`; ValueError naming the choices when there is none."""
+        found = tuple(d for d in self.found if d.name == name)
+        if not found:
+            raise ValueError(f"--family {name}: no family directory {name!r} under {self.root}; "
+                             f"have {', '.join(d.name for d in self.found) or 'none'}")
+        return Catalog(self.root, found)
 
     @property
     def families(self) -> tuple[Family, ...]:
@@ -38,7 +46,7 @@ class Catalog:
             pairs = [(f, c) for f in self.families for c in f.all_candidates]
             return pairs, [f"{f.name}/{c.id}" for f, c in pairs]
         if argname == "compile_case":
-            triples = [(f, c, a) for f in self.families for c in f.all_candidates for a in ARCHS]
+            triples = [(f, c, a) for f in self.families for c in f.all_candidates for a in f.targets]
             return triples, [f"{f.name}/{c.id}/{a}" for f, c, a in triples]
         return None
 
@@ -48,11 +56,15 @@ class ResourceLog:
     """ptxas resources reported by compile tests, merged into one JSON file.
 
     Tests attach their numbers as user properties, which xdist carries to the
-    controller; the controller writes the file once at the end.
+    controller; the controller writes the file once at the end. The file is
+    generated (gitignored): rewritten whole, keys sorted, and rows of families
+    or candidates that no longer exist under `families_root` dropped, so the
+    same tree always gives the same file.
     """
 
     path: Path
     rows: dict[str, Any] = field(default_factory=dict)
+    families_root: Path | None = None
 
     def add(self, properties: Iterable[tuple[str, Any]]) -> None:
         for name, value in properties:
@@ -70,9 +82,37 @@ class ResourceLog:
     def write(self) -> None:
         if not self.rows:
             return
-        merged = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        try:
+            merged = json.loads(self.path.read_text(encoding="utf-8")) if self.path.is_file() else {}
+        except ValueError:  # a truncated or hand-edited file: regenerate from this run's rows
+            merged = {}
+        if not isinstance(merged, dict):
+            merged = {}
         merged.update(self.rows)
+        merged = {k: v for k, v in merged.items() if self._exists(k)}
         write_json_atomic(self.path, dict(sorted(merged.items())))
+
+    def _exists(self, key: str) -> bool:
+        """Whether a `family/candidate/arch/kernel` row still has its family and candidate."""
+        if key in self.rows or self.families_root is None:
+            return True
+        parts = key.split("/")
+        if len(parts) != 4:
+            return False
+        fam_dir = self.families_root / parts[0]
+        return candidate_exists(fam_dir, parts[1])
+
+
+def candidate_exists(fam_dir: Path, cid: str) -> bool:
+    """Whether family.toml under `fam_dir` still declares candidate `cid` (read leniently)."""
+    try:
+        raw = tomllib.loads((fam_dir / "family.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if cid == "start":
+        return "start" in raw
+    tables = [*raw.get("rewrites", []), *raw.get("wrong", [])]
+    return any(isinstance(t, dict) and t.get("id") == cid for t in tables)
 
 
 def candidate_label(fam: Family, cand: Candidate) -> str:

@@ -2,14 +2,15 @@
 
 Why: every candidate must compile for each target GPU before any GPU time is
 spent, and ptxas's registers/shared/spill/stack numbers are recorded so that a
-spill or an over-limit tile fails in CI, with the numbers.
+spill, a local-memory array or an over-limit tile fails in CI, with the
+numbers (a candidate whose local memory is deliberate says `allow_local = true`).
 """
 from __future__ import annotations
 
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -48,6 +49,17 @@ class KernelResources:
     stack_bytes: int
     spill_store_bytes: int
     spill_load_bytes: int
+    # Local-memory instructions (ld.local / st.local) in the entry's PTX: local
+    # arrays and stack objects. Spills are added later by ptxas and show in the
+    # spill figures instead.
+    local_loads: int = 0
+    local_stores: int = 0
+
+    @property
+    def uses_local(self) -> bool:
+        """A stack frame that is not just spill space, or local instructions in the PTX."""
+        spills = self.spill_store_bytes or self.spill_load_bytes
+        return bool(self.local_loads or self.local_stores or (self.stack_bytes and not spills))
 
 
 @dataclass(frozen=True)
@@ -59,12 +71,16 @@ class CompileResult:
     seconds: float
     cubin: bytes = field(default=b"", repr=False, compare=False)  # the binary, for plugins.family.binary
 
-    def problems(self) -> list[str]:
-        """Spills and over-limit static shared memory, each with its numbers."""
+    def problems(self, allow_local: bool = False, allow_spills: bool = False) -> list[str]:
+        """Spills and local memory (unless the candidate declares them by design) and over-limit
+        static shared memory, each with its numbers."""
         out = []
         for r in self.resources:
-            if r.spill_store_bytes or r.spill_load_bytes:
+            if (r.spill_store_bytes or r.spill_load_bytes) and not allow_spills:
                 out.append(f"{r.kernel} on {r.arch} spills: {r.spill_store_bytes} B stores, {r.spill_load_bytes} B loads")
+            if r.uses_local and not allow_local:
+                out.append(f"{r.kernel} on {r.arch} uses local memory: {r.stack_bytes} B stack frame, "
+                           f"{r.local_loads} local loads and {r.local_stores} local stores in the PTX")
             if r.shared_bytes > STATIC_SHARED_LIMIT:
                 out.append(f"{r.kernel} on {r.arch} uses {r.shared_bytes} B of static shared memory (limit {STATIC_SHARED_LIMIT})")
         return out
@@ -96,6 +112,18 @@ def parse_ptxas_log(log: str) -> tuple[KernelResources, ...]:
     return tuple(out)
 
 
+_NVRTC_ERROR = re.compile(r"^(?P<file>[^\n(]+)\((?P<line>\d+)\): (?:catastrophic )?error: (?P<msg>.*)$", re.M)
+
+
+def first_error(log: str) -> tuple[int | None, str]:
+    """The line and message of the first error in an NVRTC log, for a one-line failure."""
+    m = _NVRTC_ERROR.search(log)
+    if m:
+        return int(m.group("line")), m.group("msg").strip()
+    lines = [ln for ln in log.splitlines() if "error" in ln.lower()]
+    return None, (lines[0].strip() if lines else "NVRTC failed without a message")
+
+
 def nvrtc_version() -> str:
     from cuda.bindings import nvrtc  # lazy: only the compile stage needs it
 
@@ -118,16 +146,50 @@ def compile_source(source: str, arch: str, name: str = "kernel.cu") -> CompileRe
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
         buf = b" " * size
         nvrtc.nvrtcGetProgramLog(prog, buf)
-        log = buf.decode(errors="replace").rstrip("\x00 \n")
+        log = clean_log(buf.decode(errors="replace"))
         ok = res == nvrtc.nvrtcResult.NVRTC_SUCCESS
+        ptx = ""
         cubin = b""
         if ok:
+            _, size = nvrtc.nvrtcGetPTXSize(prog)
+            pbuf = b" " * size
+            nvrtc.nvrtcGetPTX(prog, pbuf)
+            ptx = pbuf.decode(errors="replace")
             _, cubin_size = nvrtc.nvrtcGetCUBINSize(prog)
             cubin = b" " * cubin_size
             nvrtc.nvrtcGetCUBIN(prog, cubin)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    return CompileResult(arch, ok, log, parse_ptxas_log(log) if ok else (), time.perf_counter() - start, cubin)
+    resources = with_local_counts(parse_ptxas_log(log), ptx) if ok else ()
+    return CompileResult(arch, ok, log, resources, time.perf_counter() - start, cubin)
+
+
+def clean_log(log: str) -> str:
+    """A compiler log as text: no NUL bytes (NVRTC's buffer ends in one), no trailing blanks."""
+    return log.replace("\x00", "").rstrip()
+
+
+_PTX_FUNC = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(entry|func)\s+(?:\([^)]*\)\s*)?(\w+)", re.M)
+_LOCAL_OP = re.compile(r"^\s*(?:@!?%\w+\s+)?(ld|st)\.local\b", re.M)
+
+
+def local_counts(ptx: str) -> dict[str, tuple[int, int]]:
+    """(ld.local, st.local) instruction counts of each .entry in the PTX."""
+    marks = list(_PTX_FUNC.finditer(ptx))
+    out: dict[str, tuple[int, int]] = {}
+    for i, m in enumerate(marks):
+        if m.group(1) != "entry":
+            continue
+        body = ptx[m.end(): marks[i + 1].start() if i + 1 < len(marks) else len(ptx)]
+        ops = [op.group(1) for op in _LOCAL_OP.finditer(body)]
+        out[m.group(2)] = (ops.count("ld"), ops.count("st"))
+    return out
+
+
+def with_local_counts(resources: tuple[KernelResources, ...], ptx: str) -> tuple[KernelResources, ...]:
+    counts = local_counts(ptx)
+    return tuple(replace(r, local_loads=counts.get(r.kernel, (0, 0))[0], local_stores=counts.get(r.kernel, (0, 0))[1])
+                 for r in resources)
 
 
 _PTX_ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(([^)]*)\)", re.S)

@@ -7,6 +7,7 @@ import pytest
 
 from plugins.family.catalog import Catalog, ResourceLog
 from plugins.family.manifest import DEFAULT_SET, SET_CHOICES, selected_sets
+from plugins.family.single import FamilyRun
 
 CATALOG = pytest.StashKey[Catalog]()
 
@@ -16,14 +17,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--families-root", default="families", help="directory whose subdirectories are families (default: families)")
     group.addoption("--set", dest="st_set", default=DEFAULT_SET, choices=SET_CHOICES,
                     help=f"which family set every stage works on: {', '.join(SET_CHOICES)} (default: {DEFAULT_SET})")
+    group.addoption("--family", dest="st_family", metavar="NAME",
+                    help="run only family NAME's checks (any set) and print one summary line per check; make family NAME=...")
     group.addoption("--resources-out", default="reports/resources.json", help="where ptxas resources of compiled candidates are merged")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     sets = selected_sets(config.getoption("st_set"))
-    config.stash[CATALOG] = Catalog.load(Path(config.rootpath, config.getoption("families_root")), sets)
+    root, one = Path(config.rootpath, config.getoption("families_root")), config.getoption("st_family")
+    try:
+        config.stash[CATALOG] = Catalog.load(root, sets) if not one else Catalog.load(root).only(one)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if one:
+        config.pluginmanager.register(FamilyRun(one), "sparktrace-family-run")
     if not hasattr(config, "workerinput"):  # only the controller writes the merged file
-        config.pluginmanager.register(ResourceLog(Path(config.rootpath, config.getoption("resources_out"))), "sparktrace-resources")
+        log = ResourceLog(Path(config.rootpath, config.getoption("resources_out")),
+                          families_root=Path(config.rootpath, config.getoption("families_root")))
+        config.pluginmanager.register(log, "sparktrace-resources")
+
+
+@pytest.hookimpl(trylast=True)  # after syrupy has recorded the whole collection: it must not see deselected snapshots as unused
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if (run := config.pluginmanager.get_plugin("sparktrace-family-run")) is not None:
+        run.deselect(config, items)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -11,12 +11,23 @@ import importlib.util
 import re
 import sys
 import tomllib
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-from plugins.family.cuda_source import KernelSignature, SourceError, kernel_signatures, strip_comments
+from plugins.family.compile import ARCHS
+from plugins.family.cuda_source import (
+    POINTER_ONLY_CTYPES,
+    KernelSignature,
+    SourceError,
+    check_brackets,
+    kernel_signatures,
+    strip_comments,
+    surviving_comment_markers,
+)
+from plugins.family.dtypes import DTYPE_NAMES
 from plugins.family.plan import (
     BufferArg,
     ExprError,
@@ -29,10 +40,10 @@ from plugins.family.plan import (
 )
 from plugins.family.profile_checks import CheckSpecError, ProfileCheck, parse_profile_checks
 
-DTYPES = ("float32", "float64", "int32", "uint32", "uint8", "int64", "uint64")
+DTYPES = DTYPE_NAMES  # float32 ... uint64, and bfloat16, float16, float8_e4m3, int8 (plugins/family/dtypes.py)
 ROLES = ("input", "output", "scratch")
 BOUNDS = ("memory", "compute")
-TOLERANCE_KINDS = ("exact", "elementwise", "scaled")
+TOLERANCE_KINDS = ("exact", "elementwise", "scaled", "e4m3_step")
 N_REWRITES = 4
 MAX_THREADS = 1024
 MAX_BLOCK = (1024, 1024, 64)
@@ -42,20 +53,18 @@ MAX_DYNAMIC_SHARED = 48 * 1024
 # the DGX Spark's, so a plan that only works on one of them is caught.
 SM_COUNTS_CHECKED = (132, 48)
 
-# Words that would tell a reader which option is quick. Checked in option text
-# (whole words or prefixes) and in identifiers of the code a model reads.
-LEAK_WORDS = (
-    "fast", "faster", "fastest", "slow", "slower", "slowest", "quick", "optimiz",
-    "optimis", "optimal", "efficient", "inefficient", "better", "worse", "best",
-    "worst", "speed", "conflict", "coalesc", "avoid", "reduces traffic", "improv",
-    "naive", "cheap", "expensive", "costly", "bottleneck", "throughput", "latency",
-    "bank", "tuned", "smart", "clever", "perf", "runtime", "winner",
-)
-IDENT_LEAK_SEGMENTS = (
-    "fast", "slow", "opt", "optimized", "padded", "pad", "conflict", "coalesced",
-    "naive", "better", "best", "good", "bad", "tuned", "efficient", "baseline",
-    "improved", "smart", "clever", "quick", "winner", "ref", "reference",
-)
+# Words and patterns that would tell a reader which option is quick: one list,
+# in leak_words.toml beside this module (families/README.md links to it).
+LEAK_WORDS_FILE = Path(__file__).with_name("leak_words.toml")
+
+
+def _load_leak_words() -> tuple[tuple[str, ...], tuple[re.Pattern[str], ...], tuple[str, ...]]:
+    raw = tomllib.loads(LEAK_WORDS_FILE.read_text(encoding="utf-8"))
+    return (tuple(raw["text"]["words"]), tuple(re.compile(p, re.I) for p in raw["text"]["patterns"]),
+            tuple(raw["identifiers"]["segments"]))
+
+
+LEAK_WORDS, LEAK_PATTERNS, IDENT_LEAK_SEGMENTS = _load_leak_words()
 
 # Family sets: `classic` is the seed's fifteen, `hard` the set for frontier
 # models. A family says which it belongs to (`set = "hard"`); classic is the default.
@@ -68,10 +77,17 @@ TOP_FIELDS = {
     "start", "rewrites", "wrong", "intended",
     "profile_checks",  # optional: claims about the binary (plugins/family/profile_checks.py)
 }
+OPTIONAL_HARD_FIELDS = {"targets", "gpu_gate_only", "pair"}  # optional, for the hard set
+TOP_FIELDS |= OPTIONAL_HARD_FIELDS
 CANDIDATE_FIELDS = {"id", "file", "text", "defect", "launch", "zero_before"}
+CANDIDATE_FIELDS |= {"allow_local"}  # opt-in to local memory (a stack frame): see families/README.md
+CANDIDATE_FIELDS |= {"allow_spills"}  # optional: spills by design (recorded, not failed)
+# Targets a family may declare (default: ARCHS). sm_90a is Hopper-only (wgmma, TMA).
+KNOWN_TARGETS = ("sm_90", "sm_90a", "sm_100", "sm_121")
+MAX_CLUSTER = 8  # portable cluster size; larger needs a non-portable launch attribute
 LAUNCH_FIELDS = {"kernel", "grid", "block", "shared_bytes", "args", "cooperative"}
 BUFFER_FIELDS = {"dtype", "count", "role", "tolerance"}
-TOLERANCE_FIELDS = {"kind", "rtol", "atol"}
+TOLERANCE_FIELDS = {"kind", "rtol", "atol", "steps"}
 INTENDED_FIELDS = {"winner", "reasoning"}
 SIZES_FIELDS = {"timing", "gate", "tiny"}
 REFERENCE_FUNCS = ("make_inputs", "reference", "naive")
@@ -80,22 +96,26 @@ REFERENCE_FUNCS = ("make_inputs", "reference", "naive")
 class FamilyError(ValueError):
     """One clear problem in a family: the file, the field, what, and the fix."""
 
-    def __init__(self, file: Path | str, field: str, problem: str, fix: str):
+    def __init__(self, file: Path | str, field: str, problem: str, fix: str, line: int | None = None):
         self.file = str(file)
         self.field = field
         self.problem = problem
         self.fix = fix
-        where = f"{self.file}: field '{field}'" if field else self.file
+        self.line = line
+        where = f"{self.file}:{line}" if line else self.file
+        where = f"{where}: field '{field}'" if field else where
         super().__init__(f"{where}: {problem}. Fix: {fix}")
 
 
 @dataclass(frozen=True)
 class Tolerance:
-    """exact: ==; elementwise: |d| <= atol + rtol*|ref|; scaled: |d| <= atol + rtol*scale."""
+    """exact: ==; elementwise: |d| <= atol + rtol*|ref|; scaled: |d| <= atol + rtol*scale;
+    e4m3_step: every e4m3 code within `steps` adjacent codes of the reference's code."""
 
     kind: str
     rtol: float = 0.0
     atol: float = 0.0
+    steps: int = 1
 
 
 @dataclass(frozen=True)
@@ -129,6 +149,8 @@ class Candidate:
     zero_before: tuple[str, ...] = ()
     text: str = ""  # option text for rewrites, the defect for wrong variants
     signatures: Mapping[str, KernelSignature] = field(default_factory=dict, compare=False)
+    allow_local: bool = False  # the family declares this candidate's local memory on purpose
+    allow_spills: bool = False  # spills by design: ptxas spill bytes are recorded instead of failing
 
     @property
     def code(self) -> str:
@@ -154,7 +176,15 @@ class Family:
     intended_winner: str
     intended_reasoning: str
     set: str = DEFAULT_SET
-    profile_checks: tuple[ProfileCheck, ...] = ()
+    profile_checks: tuple[ProfileCheck, ...] = ()  # claims about the binary (plugins/family/profile_checks.py)
+    targets: tuple[str, ...] = ARCHS  # compiled, measured and asked only for these
+    gpu_gate_only: Mapping[str, str] = field(default_factory=dict)  # candidate id -> why the emulator cannot gate it
+    pair: str = ""  # the family sharing this one's kernel sources, differing only in shape
+
+    def targets_gpu(self, compute_capability: str) -> bool:
+        """Whether a GPU of compute capability "9.0" (sm_90) is one this family declares."""
+        arch = "sm_" + compute_capability.replace(".", "")
+        return any(t.rstrip("a") == arch for t in self.targets)
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:
@@ -231,6 +261,20 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
+def read_text(path: Path) -> str:
+    """A family file as UTF-8 text, or one FamilyError naming the first bad byte."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise FamilyError(
+            _rel(path), "", f"byte 0x{data[exc.start]:02X} at byte offset {exc.start} (line {line}, column {column}) "
+            f"is not UTF-8", "save the file as UTF-8 (or replace that character with ASCII)", line,
+        ) from None
+
+
 def _check_fields(table: Mapping[str, Any], allowed: set[str], required: set[str], file: str, where: str) -> None:
     for key in table:
         if key not in allowed:
@@ -249,19 +293,39 @@ def _expect(value: Any, kind: type | tuple[type, ...], file: str, field_: str, w
 def load_reference(path: Path) -> ModuleType:
     """Import a family's reference.py under a private module name."""
     name = f"sparktrace_reference_{path.parent.name}"
+    read_text(path)  # a non-UTF-8 byte: named with its offset, not as a SyntaxError
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise FamilyError(_rel(path), "", "cannot be imported", "make it a Python file")
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # a family's own code: report it, never crash collection
-        raise FamilyError(_rel(path), "", f"import failed: {type(exc).__name__}: {exc}", "fix the module") from None
+    except (Exception, SystemExit) as exc:  # a family's own code: report it, never crash collection
+        line = _reference_line(path, exc)
+        raise FamilyError(_rel(path), "", f"import failed: {type(exc).__name__}: {_exc_text(exc)}",
+                          "fix that line (python " + _rel(path) + " shows the full traceback)", line) from None
     for fn in REFERENCE_FUNCS:
         if not callable(getattr(module, fn, None)):
             raise FamilyError(_rel(path), fn, "function is missing", f"define {fn}(...) as documented in families/README.md")
     sys.modules.setdefault(name, module)
     return module
+
+
+def _reference_line(path: Path, exc: BaseException) -> int | None:
+    """The line of `path` where importing it failed: the innermost frame in that file."""
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).resolve() == path.resolve():
+        return exc.lineno
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename and Path(frame.filename).resolve() == path.resolve():
+            line = frame.lineno
+    return line
+
+
+def _exc_text(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        return exc.msg
+    return " ".join(str(exc).split()) or "(no message)"
 
 
 def _size_sets(raw: Any, file: str) -> tuple[dict, tuple[dict, ...], tuple[dict, ...]]:
@@ -339,14 +403,26 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
         raise FamilyError(file, where + "file", f"{rel!r} is not under {expected_dir}/", f"move it to {expected_dir}/")
     if not path.is_file():
         raise FamilyError(_rel(path), "", "file is missing", f"create it or correct '{where}file' in family.toml")
-    source = path.read_text()
+    source = read_text(path)
+    try:
+        check_brackets(source)
+    except SourceError as exc:
+        raise FamilyError(_rel(path), "", str(exc), "add or remove the bracket so that every (, [ and { is closed", exc.line) from None
     try:
         sigs = kernel_signatures(source)
     except SourceError as exc:
-        raise FamilyError(_rel(path), "", str(exc), 'declare kernels as extern "C" __global__ void name(...)') from None
+        raise FamilyError(_rel(path), "", str(exc), 'declare kernels as extern "C" __global__ void name(...)', exc.line) from None
+    markers = surviving_comment_markers(source) if role != "wrong" else []  # only start and rewrites reach a prompt
+    if markers:
+        line, marker, text = markers[0]
+        raise FamilyError(
+            _rel(path), "", f"{marker!r} survives comment stripping in {text!r}, so the prompt would show it",
+            "move that text out of the string literal, or report the stripping bug", line,
+        )
     text = raw.get("text", raw.get("defect", ""))
     _expect(text, str, file, where + ("text" if role == "rewrite" else "defect"), "a string")
     zero = _expect(raw.get("zero_before", []), list, file, where + "zero_before", "a list of buffer names")
+    allow_local = _expect(raw.get("allow_local", False), bool, file, where + "allow_local", "true or false")
     return Candidate(
         id=cid,
         role=role,
@@ -356,6 +432,8 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
         zero_before=tuple(zero),
         text=text.strip(),
         signatures=sigs,
+        allow_local=allow_local,
+        allow_spills=_expect(raw.get("allow_spills", False), bool, file, where + "allow_spills", "true or false"),
     )
 
 
@@ -367,8 +445,16 @@ def _profile_checks(raw: Any, cands: tuple[Candidate, ...], file: str) -> tuple[
 
 
 def _leaks(text: str) -> list[str]:
+    """Listed words (as word prefixes) and ratio claims ("2x", "half the time") in `text`."""
     low = text.lower()
-    return sorted({w for w in LEAK_WORDS if re.search(r"\b" + re.escape(w), low)})
+    found = {w for w in LEAK_WORDS if re.search(r"\b" + re.escape(w), low)}
+    found |= {m.group(0) for p in LEAK_PATTERNS for m in p.finditer(text)}
+    return sorted(found)
+
+
+def _name_leaks(names: Iterable[str]) -> list[str]:
+    """Names (buffers, sizes, params) with a listed identifier segment."""
+    return sorted({n for n in names for part in re.split(r"_+|(?<=[a-z0-9])(?=[A-Z])", n) if part.lower() in IDENT_LEAK_SEGMENTS})
 
 
 def _identifier_leaks(code: str) -> list[str]:
@@ -412,6 +498,8 @@ def _validate_plan(fam: Family, cand: Candidate, file: str, where: str) -> None:
                 if b.role == "input" and not p.const:
                     raise FamilyError(file, w + "args", f"input buffer {a} is passed to non-const {launch.kernel}({p.name}); inputs are never written", f"declare {p.name} as const")
             else:
+                if p.ctype in POINTER_ONLY_CTYPES:
+                    raise FamilyError(file, w + "args", f"{launch.kernel}'s scalar parameter {p.name} is {p.ctype}, which is passed only through buffers", "take a float (or int) and convert inside the kernel")
                 if a not in scalars:
                     raise FamilyError(file, w + "args", f"{a!r} is passed to scalar parameter {p.name} but is neither a size nor a param", "pass a name from [sizes.timing] or [params]")
                 value = fam.timing.get(a, fam.params.get(a))
@@ -419,6 +507,25 @@ def _validate_plan(fam: Family, cand: Candidate, file: str, where: str) -> None:
                     raise FamilyError(file, w + "args", f"{a} is not a number", "give it a numeric value")
                 if p.ctype not in ("float", "double") and not isinstance(value, int):
                     raise FamilyError(file, w + "args", f"{a} = {value!r} is passed to integer parameter {p.ctype} {p.name}", "pass an integer size or param")
+    for i, launch in enumerate(cand.launches):
+        cluster = cand.signatures[launch.kernel].cluster
+        if cluster is None:
+            continue
+        w = f"{where}launch[{i}]"
+        size = cluster[0] * cluster[1] * cluster[2]
+        if size > MAX_CLUSTER:
+            raise FamilyError(file, w + ".kernel", f"{launch.kernel} declares __cluster_dims__{cluster}, {size} CTAs per cluster", f"use at most {MAX_CLUSTER} (the portable cluster size)")
+        if launch.cooperative:
+            raise FamilyError(file, w + ".cooperative", f"{launch.kernel} is a cluster kernel (__cluster_dims__{cluster}) launched cooperatively", "launch cluster kernels with a plain launch")
+        for kind in ("timing", "gate", "tiny"):
+            for k, shape in enumerate(fam.shapes(kind)):
+                for sm in SM_COUNTS_CHECKED:
+                    try:
+                        grid = fam.resolve(cand, shape, sm)[i].grid
+                    except (ExprError, KeyError, ZeroDivisionError, TypeError):
+                        continue  # reported below with its reason
+                    if any(g % c for g, c in zip(grid, cluster)):
+                        raise FamilyError(file, w + ".grid", f"grid {grid} for sizes.{kind}[{k}] is not a multiple of {launch.kernel}'s __cluster_dims__{cluster}", "make every grid dimension a multiple of the cluster's")
     for z in cand.zero_before:
         if z not in buffers:
             raise FamilyError(file, where + "zero_before", f"{z!r} is not a buffer", "name a declared buffer")
@@ -439,6 +546,71 @@ def _validate_plan(fam: Family, cand: Candidate, file: str, where: str) -> None:
                         raise FamilyError(file, w + ".shared_bytes", f"{r.shared_bytes} bytes for sizes.{kind}[{k}]", "use 0 to 49152 bytes of dynamic shared memory")
 
 
+def _hard_fields(raw: Mapping[str, Any], file: str, name: str, ids: list[str]) -> tuple[tuple[str, ...], dict[str, str], str]:
+    """targets, gpu_gate_only and pair: optional fields, read and checked on their own."""
+    targets = _expect(raw.get("targets", list(ARCHS)), list, file, "targets", 'a list such as ["sm_90", "sm_100", "sm_121"]')
+    if not targets:
+        raise FamilyError(file, "targets", "is empty", f"list the targets the family supports, from {KNOWN_TARGETS}")
+    for t in targets:
+        if t not in KNOWN_TARGETS:
+            raise FamilyError(file, "targets", f"{t!r} is not a known target", f"use targets from {KNOWN_TARGETS}")
+    if len(set(targets)) != len(targets):
+        raise FamilyError(file, "targets", f"{targets} names a target twice", "list each once")
+    if "sm_90" in targets and "sm_90a" in targets:
+        raise FamilyError(file, "targets", "names both sm_90 and sm_90a", "keep sm_90a for Hopper-only code, else sm_90")
+    gpu_only: dict[str, str] = {}
+    for i, entry in enumerate(_expect(raw.get("gpu_gate_only", []), list, file, "gpu_gate_only", '[{ id = "...", why = "..." }]')):
+        w = f"gpu_gate_only[{i}]."
+        _expect(entry, dict, file, w[:-1], '{ id = "...", why = "..." }')
+        _check_fields(entry, {"id", "why"}, {"id", "why"}, file, w)
+        cid = _expect(entry["id"], str, file, w + "id", "a candidate id")
+        why = _expect(entry["why"], str, file, w + "why", "the reason the emulator cannot gate it").strip()
+        if cid not in ids:
+            raise FamilyError(file, w + "id", f"{cid!r} is not a candidate of {name}", f"use one of {ids}")
+        if cid in gpu_only:
+            raise FamilyError(file, w + "id", f"{cid!r} is listed twice", "list each candidate once")
+        if not why:
+            raise FamilyError(file, w + "why", "is empty", "say what the emulator cannot run (e.g. inline PTX mma)")
+        gpu_only[cid] = why
+    pair = _expect(raw.get("pair", ""), str, file, "pair", "the name of the family sharing this one's kernels")
+    if pair and (pair == name or not re.fullmatch(r"[a-z][a-z0-9_]*", pair)):
+        raise FamilyError(file, "pair", f"is {pair!r}", "name the other family of the pair (a directory under families/)")
+    return tuple(targets), gpu_only, pair
+
+
+def _check_shown_text(fam: Family, file: str) -> None:
+    """Every text a model reads, against the word list (leak_words.toml): one error for the first hit."""
+    words = f"reword it without {LEAK_WORDS_FILE.name}'s words (families/README.md, 'Words a model must not read')"
+    leaks = _leaks(fam.computes)
+    if leaks:
+        raise FamilyError(file, "computes", f"uses {leaks}, which tell the reader about speed", words)
+    for i, r in enumerate(fam.rewrites):
+        leaks = _leaks(r.text)
+        if leaks:
+            raise FamilyError(file, f"rewrites[{i}].text", f"option text uses {leaks}, which tell the reader about speed", f"describe the mechanism only; {words}")
+        if not r.text:
+            raise FamilyError(file, f"rewrites[{i}].text", "is empty", "describe the rewrite in one line")
+    for kind, names in (("buffers", [b.name for b in fam.buffers]), ("sizes.timing", list(fam.timing)), ("params", list(fam.params))):
+        bad = _name_leaks(names)
+        if bad:
+            raise FamilyError(file, f"{kind}.{bad[0]}", f"names {bad} hint at intent", "use neutral names (x, out, n, ...)")
+    for c in (fam.start, *fam.rewrites):
+        code = c.code
+        bad = _identifier_leaks(code)
+        if bad:
+            raise FamilyError(_rel(c.path), "", f"identifiers {bad} hint at intent", "use neutral names (k0, k1, v, t, ...)", _first_line(c.source, bad[0]))
+        for lit in re.finditer(r'"(?:\\.|[^"\\\n])*"', code):
+            leaks = _leaks(lit.group(0))
+            if leaks:
+                raise FamilyError(_rel(c.path), "", f"a string literal uses {leaks}", "remove it", _first_line(c.source, lit.group(0)))
+
+
+def _first_line(source: str, needle: str) -> int | None:
+    """The line of `source` where `needle` first appears as a whole word, if it does."""
+    m = re.search(r"(?<![A-Za-z0-9_])" + re.escape(needle) + r"(?![A-Za-z0-9_])", source) or re.search(re.escape(needle), source)
+    return source.count("\n", 0, m.start()) + 1 if m else None
+
+
 def load_family(fam_dir: Path) -> Family:
     """Read and validate one family directory. Raises FamilyError."""
     fam_dir = Path(fam_dir)
@@ -449,11 +621,14 @@ def load_family(fam_dir: Path) -> Family:
     if not (fam_dir / "rewrites").is_dir():
         raise FamilyError(_rel(fam_dir / "rewrites"), "", "directory is missing", "put the four rewrites in rewrites/")
     try:
-        raw = tomllib.loads((fam_dir / "family.toml").read_text())
+        raw = tomllib.loads(read_text(fam_dir / "family.toml"))
     except tomllib.TOMLDecodeError as exc:
-        raise FamilyError(file, "", f"is not valid TOML: {exc}", "correct the syntax at that line") from None
+        at = re.search(r"at line (\d+)", str(exc))
+        raise FamilyError(file, "", f"is not valid TOML: {exc}", "correct the syntax at that line",
+                          int(at.group(1)) if at else None) from None
 
-    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set", "profile_checks"}, file, "")
+    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set", "profile_checks"} - OPTIONAL_HARD_FIELDS,
+                  file, "")
     name = _expect(raw["name"], str, file, "name", "the family name")
     if name != fam_dir.name:
         raise FamilyError(file, "name", f"is {name!r} but the directory is {fam_dir.name!r}", "make them equal")
@@ -502,9 +677,19 @@ def load_family(fam_dir: Path) -> Family:
             _check_fields(t, TOLERANCE_FIELDS, {"kind"}, file, w + "tolerance.")
             if t["kind"] not in TOLERANCE_KINDS:
                 raise FamilyError(file, w + "tolerance.kind", f"{t['kind']!r}", f"use one of {TOLERANCE_KINDS}")
-            if t["kind"] != "exact" and "rtol" not in t:
+            if t["kind"] not in ("exact", "e4m3_step") and "rtol" not in t:
                 raise FamilyError(file, w + "tolerance.rtol", "missing", "give rtol (and atol) for a non-exact tolerance")
-            tol = Tolerance(t["kind"], float(t.get("rtol", 0.0)), float(t.get("atol", 0.0)))
+            if t["kind"] == "e4m3_step":
+                if bt["dtype"] != "float8_e4m3":
+                    raise FamilyError(file, w + "tolerance.kind", f"'e4m3_step' compares e4m3 codes, but {bname} is {bt['dtype']}", "use it only for float8_e4m3 outputs")
+                if set(t) - {"kind", "steps"}:
+                    raise FamilyError(file, w + "tolerance", f"'e4m3_step' takes only 'steps', not {sorted(set(t) - {'kind', 'steps'})}", "remove rtol/atol")
+                steps = _expect(t.get("steps", 1), int, file, w + "tolerance.steps", "a whole number of e4m3 steps")
+                if not 0 <= steps <= 2:
+                    raise FamilyError(file, w + "tolerance.steps", f"is {steps}", "use 0, 1 or 2 steps (one step is the design tolerance)")
+            elif "steps" in t:
+                raise FamilyError(file, w + "tolerance.steps", f"only the 'e4m3_step' kind counts steps, this is {t['kind']!r}", "remove it")
+            tol = Tolerance(t["kind"], float(t.get("rtol", 0.0)), float(t.get("atol", 0.0)), int(t.get("steps", 1)))
         elif "tolerance" in bt:
             raise FamilyError(file, w + "tolerance", f"only outputs are compared, and {bname} is {bt['role']}", "remove it")
         buffers.append(Buffer(bname, bt["dtype"], _expect(bt["count"], (int, str), file, w + "count", "an integer or expression"), bt["role"], tol))
@@ -534,11 +719,13 @@ def load_family(fam_dir: Path) -> Family:
     if intended["winner"] not in [r.id for r in rewrites]:
         raise FamilyError(file, "intended.winner", f"{intended['winner']!r} is not a rewrite id", f"use one of {[r.id for r in rewrites]}")
 
+    targets, gpu_only, pair = _hard_fields(raw, file, name, [c.id for c in (start, *rewrites, *wrong)])
     fam = Family(
         name=name, path=fam_dir, computes=computes.strip(), bound=bound, constraints=constraints,
         timing=timing, gate=gate, tiny=tiny, params=dict(params), buffers=tuple(buffers),
         start=start, rewrites=rewrites, wrong=wrong,
         intended_winner=intended["winner"], intended_reasoning=str(intended["reasoning"]).strip(), set=fam_set,
+        targets=targets, gpu_gate_only=gpu_only, pair=pair,
         profile_checks=_profile_checks(raw.get("profile_checks", []), (start, *rewrites, *wrong), file),
     )
 
@@ -561,19 +748,7 @@ def load_family(fam_dir: Path) -> Family:
     for c in (start, *rewrites, *wrong):
         where = "start." if c.role == "start" else f"{'rewrites' if c.role == 'rewrite' else 'wrong'}[{[x.id for x in (rewrites if c.role == 'rewrite' else wrong)].index(c.id)}]."
         _validate_plan(fam, c, file, where)
-    for i, r in enumerate(rewrites):
-        leaks = _leaks(r.text)
-        if leaks:
-            raise FamilyError(file, f"rewrites[{i}].text", f"option text uses {leaks}, which tell the reader about speed", "describe the mechanism only")
-        if not r.text:
-            raise FamilyError(file, f"rewrites[{i}].text", "is empty", "describe the rewrite in one line")
-    for c in (start, *rewrites):
-        bad = _identifier_leaks(c.code)
-        if bad:
-            raise FamilyError(_rel(c.path), "", f"identifiers {bad} hint at intent", "use neutral names (k0, k1, v, t, ...)")
-        leaks = _leaks(" ".join(re.findall(r'"(?:\\.|[^"\\])*"', c.code)))
-        if leaks:
-            raise FamilyError(_rel(c.path), "", f"a string literal uses {leaks}", "remove it")
+    _check_shown_text(fam, file)
     load_reference(fam_dir / "reference.py")
     return fam
 
@@ -618,6 +793,9 @@ def discover(root: Path, sets: tuple[str, ...] | None = None) -> tuple[Discovere
             found.append(Discovered(d.name, d, load_family(d), None))
         except FamilyError as exc:
             found.append(Discovered(d.name, d, None, exc))
+        except OSError as exc:  # unreadable file or directory: that family's error, not the session's
+            where = exc.filename or d
+            found.append(Discovered(d.name, d, None, FamilyError(_rel(Path(where)), "", f"cannot be read: {exc.strerror or exc}", "make it readable")))
     return tuple(found)
 
 

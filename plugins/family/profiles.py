@@ -40,9 +40,10 @@ SUMMARY_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def candidate_profiles(fam: Family, archs: Sequence[str] = ARCHS) -> dict[str, dict[str, tuple[KernelProfile, ...]]]:
-    """candidate id -> arch -> its kernels' profiles (start, rewrites, wrong variants)."""
-    return {c.id: {a: profile_source(c.source, a) for a in archs} for c in fam.all_candidates}
+def candidate_profiles(fam: Family, archs: Sequence[str] | None = None) -> dict[str, dict[str, tuple[KernelProfile, ...]]]:
+    """candidate id -> arch -> its kernels' profiles (start, rewrites, wrong variants), on the
+    family's targets unless `archs` is given."""
+    return {c.id: {a: profile_source(c.source, a) for a in (archs or fam.targets)} for c in fam.all_candidates}
 
 
 def check_failures(fam: Family, cand_id: str, profiles: Sequence[KernelProfile]) -> list[str]:
@@ -50,7 +51,8 @@ def check_failures(fam: Family, cand_id: str, profiles: Sequence[KernelProfile])
     return [line for chk in fam.profile_checks for line in failures(chk, cand_id, profiles)]
 
 
-def family_record(fam: Family, archs: Sequence[str] = ARCHS) -> dict:
+def family_record(fam: Family, archs: Sequence[str] | None = None) -> dict:
+    archs = tuple(archs or fam.targets)
     profs = candidate_profiles(fam, archs)
     roles = {c.id: c.role for c in fam.all_candidates}
     return {

@@ -12,7 +12,8 @@ from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
-from plugins.gate.compare import Verdict, compare_outputs, poison
+from plugins.family.dtypes import np_dtype
+from plugins.gate.compare import Verdict, compare_outputs, poisoned
 from plugins.family.manifest import Candidate, Family
 from plugins.family.plan import Number
 
@@ -41,12 +42,12 @@ def host_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> dict[st
     buffers: dict[str, np.ndarray] = {}
     for b in fam.buffers:
         if b.role == "input":
-            arr = np.ascontiguousarray(inputs[b.name], dtype=b.dtype).reshape(-1)
+            arr = np.ascontiguousarray(inputs[b.name], dtype=np_dtype(b.dtype)).reshape(-1)
             if arr.size != counts[b.name]:
                 raise ValueError(f"{fam.path}/reference.py: make_inputs gave {arr.size} elements for {b.name!r}, family.toml says {counts[b.name]}; fix make_inputs or buffers.{b.name}.count")
             buffers[b.name] = arr
         else:
-            buffers[b.name] = np.full(counts[b.name], poison(b.dtype), dtype=b.dtype)
+            buffers[b.name] = poisoned(b.dtype, counts[b.name])
     return buffers
 
 

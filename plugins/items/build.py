@@ -18,7 +18,7 @@ from plugins.atomicio import write_text_atomic
 from plugins.measure.keyfile import FamilyKey, KeyFileError, key_path, load_key
 from plugins.family.manifest import DEFAULT_SET, SET_CHOICES, Family, discover, selected_sets
 from plugins.items.options import CONDITIONS, DEFAULT_KEY, LETTERS, ORDERS, TASK_WORD
-from plugins.items.prompt import gpu_for, option_order, render_prompt
+from plugins.items.prompt import KNOWN_GPUS, gpu_for, option_order, render_prompt
 from plugins.items.slip import load_slip, render_slip, slip_path
 
 
@@ -46,6 +46,7 @@ class KeyInfo:
     file: str
     git_commit: str = ""
     date: str = ""
+    fragile: bool = False  # kept, but the key's interval on runner-up/winner reaches below 1.08 (docs/artifacts.md)
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,9 @@ def build_items(
             notes.append(f"{d.name}: not a valid family, no items ({d.error})")
             continue
         fam = d.family
+        if key in KNOWN_GPUS and KNOWN_GPUS[key].compute_capability and not fam.targets_gpu(KNOWN_GPUS[key].compute_capability):
+            notes.append(f"{fam.name}: targets {list(fam.targets)}, not {key} (compute capability {KNOWN_GPUS[key].compute_capability}), no items")
+            continue
         fk = load_key(fam.path, key)
         if allow_intended:
             winner, times = fam.intended_winner, {}
@@ -175,7 +179,10 @@ def build_items(
                 notes.append(got)
                 continue
             winner, times = got
-            info = KeyInfo(gpu=key, measured=True, file=_rel(fk.path, repo), git_commit=fk.git_commit, date=fk.date)
+            info = KeyInfo(gpu=key, measured=True, file=_rel(fk.path, repo), git_commit=fk.git_commit, date=fk.date,
+                           fragile=fk.fragile)
+            if fk.fragile:
+                notes.append(f"{fam.name}: kept on {key} but FRAGILE: {fk.fragile_reason}")
         gpu = gpu_for(key, fk.record if fk is not None else None)
         report = load_slip(slips_root, key, fam.name)
         slips: dict[str, str | None] = {"source": None}

@@ -128,7 +128,8 @@ def launch_plan_text(fam: Family, cand: Candidate, gpu: Gpu) -> str:
     return "\n".join(lines)
 
 
-_ITEMSIZE = {"float32": 4, "float64": 8, "int32": 4, "uint32": 4, "uint8": 1, "int64": 8, "uint64": 8}
+_ITEMSIZE = {"float32": 4, "float64": 8, "int32": 4, "uint32": 4, "uint8": 1, "int64": 8, "uint64": 8,
+             "bfloat16": 2, "float16": 2, "float8_e4m3": 1, "int8": 1}
 
 
 def problem_text(fam: Family) -> str:

@@ -13,6 +13,7 @@ import glob
 import io
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from typing import Any, Callable, Sequence
 
 from plugins.atomicio import write_text_atomic
 from plugins.atomicio import write_json_atomic
+from plugins.measure.budget import MIN_STEP_TIMEOUT_S, StepBudget
 from plugins.measure.provenance import parse_ncu_version
 
 log = logging.getLogger("sparktrace.capture")
@@ -51,6 +53,7 @@ REQUIRED_METRICS = METRICS[:2]
 NCU_GLOBS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu")
 PROFILE_TIMEOUT_S = 60  # a start plan profiles in seconds; a hung ncu must not eat the pass's budget
 EXPORT_TIMEOUT_S = 30
+EXPORT_RESERVE_S = 5.0  # kept free of the profile's timeout for the export (an estimate: ncu --import of one small report)
 LAUNCH_SEED = 20260101  # the inputs of the profiled run: fixed, and recorded in the slip
 
 
@@ -163,6 +166,57 @@ def _tail(text: str | bytes | None, n: int = 4000) -> str:
     return text[-n:]
 
 
+# ncu output that means no slip can be taken in this session, whatever the family
+# (the counters are not readable, or the profiler itself does not load).
+PROFILER_WIDE = (
+    "ERR_NVGPUCTRPERM",
+    "Failed to initialize the profiler",
+    "LibraryNotLoaded",
+    "Profiling is not supported on this device",
+    "could not load the profiler",
+    "Failed to load the injection library",
+)
+# ncu output that means a name in the metric list was refused.
+METRIC_REJECTED = re.compile(r"failed to find metric|invalid metric|unknown metric|metric[^\n]*not (?:found|supported|available)", re.I)
+
+
+def profiler_wide_error(text: str) -> str:
+    """The first line naming a profiler-wide failure, or ""."""
+    for line in text.splitlines():
+        if any(p.lower() in line.lower() for p in PROFILER_WIDE):
+            return line.strip()
+    return ""
+
+
+def metric_rejection(text: str) -> str:
+    """The first line saying a metric was refused, or ""."""
+    for line in text.splitlines():
+        if METRIC_REJECTED.search(line):
+            return line.strip()
+    return ""
+
+
+@dataclass
+class ProfilerState:
+    """What one session has learnt about ncu, so no family relearns it.
+
+    `unusable`: after the first profiler-wide error (or the preflight's), every
+    later slip is skipped with this reason and ncu is not started again.
+    `metrics`: after the first metric rejection, the required list is used.
+    """
+
+    unusable: str = ""
+    metrics: tuple[str, ...] = METRICS
+    metric_rejected: str = ""
+    version: str = ""
+    starts: int = 0  # ncu processes started (profile, export, --version)
+
+
+def _path(base: Path, ext: str) -> Path:
+    """`base` + `ext`, never replacing a dot inside the name (`fam.20260101T000000Z`)."""
+    return base.parent / (base.name + ext)
+
+
 def capture_slip(
     family: str,
     kernels: Sequence[str],
@@ -175,82 +229,130 @@ def capture_slip(
     profile_timeout_s: float = PROFILE_TIMEOUT_S,
     export_timeout_s: float = EXPORT_TIMEOUT_S,
     python: str = sys.executable,
+    state: ProfilerState | None = None,
+    budget: StepBudget | None = None,
+    name: str | None = None,
 ) -> SlipResult:
-    """Profile, export, and write `slips/<gpu>/<family>.{ncu-rep,csv,json}` under `out_root`.
+    """Profile, export, and write `slips/<gpu>/<name>.{ncu-rep,csv,json}` under `out_root`
+    (`name` defaults to the family; a rerun passes a stamped name to write beside).
 
     Never raises for a missing or failing ncu: the result says what happened,
-    and the JSON beside the slip records it too.
+    and the JSON beside the slip records it too. `state` carries what earlier
+    slips learnt; `budget` bounds every timeout by the pass's deadline.
     """
     ncu = ncu or find_ncu()
+    state = state if state is not None else ProfilerState()
     slip_dir = Path(out_root) / "slips" / gpu
-    base = slip_dir / family
+    base = slip_dir / (name or family)
+    if ncu.path is None:
+        return SlipResult("skipped", ncu.reason, [], {})
+    if state.unusable:
+        return SlipResult("skipped", f"the profiler is unusable in this session: {state.unusable}", [], {})
+    export_reserve = min(export_timeout_s, EXPORT_RESERVE_S)
+    first_timeout = budget.timeout(profile_timeout_s, reserve_s=export_reserve) if budget else profile_timeout_s
+    if first_timeout is None:
+        return SlipResult("skipped", f"time budget: {max(budget.left() or 0.0, 0.0):.0f} s left before the deadline, "  # type: ignore[union-attr]
+                                     f"too little for a profile and its export", [], {})
+    metrics = tuple(state.metrics)
     rec: dict = {
         "family": family, "gpu": gpu, "kernels": list(kernels), "seed": LAUNCH_SEED,
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "clock_control": "none", "sections": list(SECTIONS), "metrics": list(METRICS),
+        "clock_control": "none", "sections": list(SECTIONS), "metrics": list(metrics),
     }
-    if ncu.path is None:
-        return SlipResult("skipped", ncu.reason, [], rec)
+    if state.metric_rejected:
+        rec["metrics_note"] = f"the required list only: an earlier profile in this session was refused ({state.metric_rejected})"
     rec["ncu_path"] = ncu.path
-    rec["ncu_version"] = ncu_version(ncu, run)
+    if not state.version:
+        state.starts += 1
+        state.version = ncu_version(ncu, run)
+    rec["ncu_version"] = state.version
     slip_dir.mkdir(parents=True, exist_ok=True)
-    cmd = profile_command(ncu.path, family, base, kernels, len(kernels), families_root, python=python)
+    cmd = profile_command(ncu.path, family, base, kernels, len(kernels), families_root, python=python, metrics=metrics)
     rec["profile_command"] = cmd
+    rec["profile_timeout_s"] = first_timeout
     result = SlipResult("failed", "", [], rec)
     t0 = time.monotonic()
-    report = base.with_suffix(".ncu-rep")
+    report = _path(base, ".ncu-rep")
     try:
         report.unlink(missing_ok=True)  # a stale report from an earlier run never passes for this one
-        p = run(cmd, cwd=str(repo), capture_output=True, text=True, timeout=profile_timeout_s)
+        state.starts += 1
+        p = run(cmd, cwd=str(repo), capture_output=True, text=True, timeout=first_timeout)
         rec["profile_exit"] = p.returncode
-        rec["profile_log_tail"] = _tail(p.stdout + "\n" + p.stderr)
-        if (p.returncode != 0 or not report.is_file()) and "metric" in (p.stdout + p.stderr).lower():
+        text = (p.stdout or "") + "\n" + (p.stderr or "")
+        rec["profile_log_tail"] = _tail(text)
+        wide = profiler_wide_error(text) if p.returncode != 0 or not report.is_file() else ""
+        rejected = metric_rejection(text) if p.returncode != 0 or not report.is_file() else ""
+        if wide:
+            state.unusable = wide
+            rec["profile_seconds"] = time.monotonic() - t0
+            result.reason = f"the profiler is unusable ({wide}); every later slip of this session is skipped"
+            rec["status"], rec["reason"] = result.status, result.reason
+            write_json_atomic(_path(base, ".json"), rec)
+            result.files.append(str(_path(base, ".json")))
+            return result
+        if rejected and metrics != tuple(REQUIRED_METRICS):
+            state.metrics, state.metric_rejected = tuple(REQUIRED_METRICS), rejected
             retry = profile_command(ncu.path, family, base, kernels, len(kernels), families_root, python=python,
                                     metrics=REQUIRED_METRICS)
             left = profile_timeout_s - (time.monotonic() - t0)
-            if left > 5:
-                log.warning("%s: ncu failed on the metric list; retrying with only %s", family, list(REQUIRED_METRICS))
-                rec["first_profile"] = {"command": cmd, "exit": p.returncode, "log_tail": rec["profile_log_tail"]}
+            if budget is not None:
+                bounded = budget.timeout(left, reserve_s=export_reserve)
+                left = bounded if bounded is not None else 0.0
+            rec["first_profile"] = {"command": cmd, "exit": p.returncode, "log_tail": rec["profile_log_tail"], "rejected": rejected}
+            if left >= MIN_STEP_TIMEOUT_S:
+                log.warning("%s: ncu refused the metric list (%s); this and every later slip use only %s",
+                            family, rejected, list(REQUIRED_METRICS))
                 rec["profile_command"], rec["metrics"] = retry, list(REQUIRED_METRICS)
+                rec["profile_timeout_s"] = left
+                state.starts += 1
                 p = run(retry, cwd=str(repo), capture_output=True, text=True, timeout=left)
                 rec["profile_exit"] = p.returncode
-                rec["profile_log_tail"] = _tail(p.stdout + "\n" + p.stderr)
+                rec["profile_log_tail"] = _tail((p.stdout or "") + "\n" + (p.stderr or ""))
         rec["profile_seconds"] = time.monotonic() - t0
         if p.returncode != 0 or not report.is_file():
-            result.reason = f"ncu exited {p.returncode} and {'wrote' if report.is_file() else 'did not write'} {report}; see profile_log_tail in {base}.json"
+            result.reason = f"ncu exited {p.returncode} and {'wrote' if report.is_file() else 'did not write'} {report}; see profile_log_tail in {_path(base, '.json')}"
             if report.is_file():
                 result.files.append(str(report))
         else:
             result.files.append(str(report))
             exp = export_command(ncu.path, report)
             rec["export_command"] = exp
-            e = run(exp, cwd=str(repo), capture_output=True, text=True, timeout=export_timeout_s)
-            rec["export_exit"] = e.returncode
-            if e.returncode != 0 or not e.stdout.strip():
-                rec["export_log_tail"] = _tail(e.stderr)
-                result.reason = f"ncu --import exited {e.returncode}; see export_log_tail in {base}.json"
+            export_timeout = budget.timeout(export_timeout_s) if budget else export_timeout_s
+            rec["export_timeout_s"] = export_timeout
+            if export_timeout is None:  # a slip that ran longer than planned: retake it with --slips-only
+                result.status = "skipped"
+                result.reason = (f"time budget: the report was written but too little time is left for its export; "
+                                 f"export it later with: {' '.join(exp)}")
             else:
-                csv_path = base.with_suffix(".csv")
-                write_text_atomic(csv_path, e.stdout)
-                result.files.append(str(csv_path))
-                try:
-                    rec["csv"] = csv_summary(e.stdout)
-                    profiled = rec["csv"]["launches"]
-                    if profiled != list(kernels):  # what plugins.items.build compares a slip against
-                        result.reason = (f"the export profiled launches {profiled}, the starting plan launches {list(kernels)}; "
-                                         "see profile_log_tail in the JSON beside the slip")
-                    else:
-                        result.status, result.reason = "captured", ""
-                except ValueError as exc:
-                    result.reason = f"the CSV export is not in ncu's details layout: {exc}"
+                state.starts += 1
+                e = run(exp, cwd=str(repo), capture_output=True, text=True, timeout=export_timeout)
+                rec["export_exit"] = e.returncode
+                if e.returncode != 0 or not e.stdout.strip():
+                    rec["export_log_tail"] = _tail(e.stderr)
+                    result.reason = f"ncu --import exited {e.returncode}; see export_log_tail in {_path(base, '.json')}"
+                else:
+                    csv_path = _path(base, ".csv")
+                    write_text_atomic(csv_path, e.stdout)
+                    result.files.append(str(csv_path))
+                    try:
+                        rec["csv"] = csv_summary(e.stdout)
+                        profiled = rec["csv"]["launches"]
+                        if profiled != list(kernels):  # what plugins.items.build compares a slip against
+                            result.reason = (f"the export profiled launches {profiled}, the starting plan launches {list(kernels)}; "
+                                             "see profile_log_tail in the JSON beside the slip")
+                        else:
+                            result.status, result.reason = "captured", ""
+                    except ValueError as exc:
+                        result.reason = f"the CSV export is not in ncu's details layout: {exc}"
     except subprocess.TimeoutExpired as exc:
         rec["profile_log_tail"] = _tail(exc.stdout) + _tail(exc.stderr)
         result.reason = f"timed out after {exc.timeout:.0f} s: {' '.join(map(str, exc.cmd))[:200]}"
     except OSError as exc:
         result.reason = f"could not run ncu: {exc}"
+    rec["seconds"] = time.monotonic() - t0
     rec["status"], rec["reason"] = result.status, result.reason
-    write_json_atomic(base.with_suffix(".json"), rec)
-    result.files.append(str(base.with_suffix(".json")))
+    write_json_atomic(_path(base, ".json"), rec)
+    result.files.append(str(_path(base, ".json")))
     return result
 
 

@@ -18,7 +18,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from plugins.family.compile import NVRTC_OPTIONS, include_options
-from plugins.family.cuda_source import CTYPE_DTYPES
+from plugins.family.cuda_source import CTYPE_DTYPES, POINTER_ONLY_CTYPES
+from plugins.family.dtypes import device_view, host_view
 from plugins.family.manifest import Candidate, Family
 from plugins.family.plan import BufferArg, Number, ResolvedLaunch, ScalarArg
 
@@ -83,9 +84,9 @@ def probe(device_index: int = 0, importer: Any = import_cupy) -> DeviceStatus:
 
 def scalar(arg: ScalarArg) -> np.generic:
     """A by-value argument as the NumPy scalar of the kernel's declared C type."""
-    dtype = CTYPE_DTYPES.get(arg.ctype)
+    dtype = None if arg.ctype in POINTER_ONLY_CTYPES else CTYPE_DTYPES.get(arg.ctype)
     if dtype is None:
-        raise TypeError(f"argument {arg.name!r}: C type {arg.ctype!r} has no NumPy equivalent; use one of {sorted(CTYPE_DTYPES)}")
+        raise TypeError(f"argument {arg.name!r}: C type {arg.ctype!r} has no NumPy equivalent; use one of {sorted(set(CTYPE_DTYPES) - POINTER_ONLY_CTYPES)}")
     dt = np.dtype(dtype)
     value = arg.value
     if dt.kind in "iu":
@@ -129,6 +130,42 @@ def cupy_added_options(cupy: Any) -> list[str]:
     except Exception:
         pass
     return found
+
+
+def full_compile_options(cupy: Any, options: Sequence[str]) -> dict:
+    """Every option NVRTC receives for our RawModules, as CuPy 14.2 assembles them.
+
+    RawModule compiles through cupy._core.core.compile_with_cache, which calls
+    `assemble_cupy_compiler_options` (CuPy 14.2, cupy/_core/core.pyx): it puts
+    -I for CuPy's bundled CCCL (cub, thrust, libcudacxx) first, and appends -I
+    for CuPy's own headers and for the CUDA headers cuda.pathfinder finds.
+    That function is called here, so the -I paths are the ones this machine
+    uses. cupy/cuda/compiler.py then appends -ftz=true, the -arch for this
+    device and --device-as-default-execution-space (read from its source by
+    `cupy_added_options`), and --pch only when CUPY_NVRTC_USE_PCH is set.
+    """
+    ours = tuple(options)
+    rec: dict = {"ours": list(ours)}
+    try:
+        assembled = list(cupy._core.core.assemble_cupy_compiler_options(ours))
+        rec["assembled_by"] = "cupy._core.core.assemble_cupy_compiler_options (called on this machine)"
+    except Exception as exc:
+        assembled = list(ours)
+        rec["assembled_by"] = (f"unavailable: CuPy's option assembly could not be called ({type(exc).__name__}: {exc}); "
+                               "the -I paths CuPy adds are missing from this list")
+    added = cupy_added_options(cupy)
+    plain = [a.split(" (")[0] for a in added if not a.startswith("unavailable") and "cooperative plans only" not in a]
+    order = ["-ftz=true", *[a for a in plain if a.startswith("-arch")], "--device-as-default-execution-space"]
+    tail = [o for o in order if o in plain]
+    try:
+        comp = cupy.cuda.compiler
+        if getattr(comp, "_use_pch", False) and tuple(comp._get_nvrtc_version()) >= (12, 8):
+            tail.append("--pch")
+    except Exception:
+        pass
+    rec["cupy_added"] = added
+    rec["options"] = assembled + tail
+    return rec
 
 
 def _cooperative_block(src: str) -> str:
@@ -237,7 +274,9 @@ class CupyExecutor:
     # ---------------------------------------------------------------- launch
 
     def to_device(self, buffers: Mapping[str, np.ndarray]) -> dict[str, Any]:
-        return {k: self.cp.asarray(v) for k, v in buffers.items()}
+        """Device copies; bfloat16 and e4m3 buffers travel as raw bytes (CuPy has no such dtypes),
+        so a 0xFF-poisoned output stays 0xFF bytes on the device."""
+        return {k: self.cp.asarray(device_view(v)) for k, v in buffers.items()}
 
     def bind(self, cand: Candidate, plan: Sequence[ResolvedLaunch], dev: Mapping[str, Any]) -> tuple:
         """The plan with its kernels looked up and its arguments converted once, so a
@@ -293,7 +332,7 @@ class CupyExecutor:
         dev = self.to_device(buffers)
         self.launch_plan(cand, plan, dev)
         self.synchronize()
-        out = {k: self.cp.asnumpy(v) for k, v in dev.items()}
+        out = {k: host_view(self.cp.asnumpy(v), buffers[k].dtype) for k, v in dev.items()}
         del dev
         return out
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.measure.session import MeasureState, positive_int, state_from_options
+from plugins.measure.session import REFUSED, MeasureState, budget_seconds, positive_int, state_from_options
 
 MEASURE = pytest.StashKey[MeasureState]()
 
@@ -18,8 +18,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--measure-families", default=None, metavar="a,b", help="measure only these families")
     group.addoption("--measure-blocks", type=positive_int, default=5, help="randomized blocks per family (default 5)")
     group.addoption("--no-ncu", action="store_true", help="skip the Nsight Compute slip")
-    group.addoption("--measure-budget-s", type=float, default=None, metavar="S",
-                    help="seconds from the start of the session after which no slip is started (keys always are); default: no limit")
+    group.addoption("--measure-budget-s", type=budget_seconds, default=None, metavar="S",
+                    help="seconds from the start of the session by which slips and the repeat must end (keys always run); "
+                         "0: no slips and no repeat; default: no limit")
+    group.addoption("--measure-slips-only", action="store_true",
+                    help="take only the slips (no key is measured): those an earlier pass skipped (--measure-previous), "
+                         "or every selected family's that the repository lacks")
+    group.addoption("--measure-previous", default=None, metavar="DIR",
+                    help="an earlier pass's output folder: slips-only skips the slips it captured and orders by its keys")
+    group.addoption("--measure-repeat", action="store_true",
+                    help="after the slips, while the budget lasts, time every keyed family again in a new order (<gpu>.repeat.json)")
+    group.addoption("--measure-ncu-unusable", default="", metavar="REASON",
+                    help="the preflight's reason why ncu cannot profile here: every slip is skipped with it, ncu is not started")
+    group.addoption("--measure-ncu-metrics", default="all", choices=("all", "required"),
+                    help="required: the preflight saw the optional metrics refused, so every slip asks only for the required two")
+    group.addoption("--measure-allow-unknown-commit", action="store_true",
+                    help="measure even though no git commit can be named (no .git and no $SPARKTRACE_GIT_COMMIT); recorded in every key")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -29,6 +43,8 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def measure_session(pytestconfig: pytest.Config):
     session, reason = pytestconfig.stash[MEASURE].session()
+    if session is None and reason.startswith(REFUSED):
+        pytest.fail(reason, pytrace=False)
     return session if session is not None else pytest.skip(reason)
 
 

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from plugins.atomicio import write_json_atomic
 
@@ -45,6 +45,8 @@ class FamilyKey:
     git_commit: str
     date: str
     record: Mapping[str, Any]
+    fragile: bool = False  # kept, but the interval on the runner-up/winner ratio reaches below the gate
+    fragile_reason: str = ""
 
 
 def key_path(family_dir: Path, gpu: str) -> Path:
@@ -80,15 +82,26 @@ def load_key(family_dir: Path, gpu: str) -> FamilyKey | None:
         git_commit=str(rec["provenance"].get("git_commit", "")),
         date=str(rec["provenance"].get("date", "")),
         record=rec,
+        fragile=bool(rk.get("fragile")),
+        fragile_reason=str(rk.get("fragile_reason", "")),
     )
 
 
-def write_key(family_dir: Path, gpu: str, record: Mapping[str, Any], replace: bool = False) -> Path:
-    """Write `<gpu>.json`; if it exists and `replace` is False, write beside it
-    as `<gpu>.<UTC timestamp>.json` so two runs can be compared."""
-    path = key_path(family_dir, gpu)
-    if path.exists() and not replace:
+def write_key(family_dir: Path, gpu: str, record: Mapping[str, Any], replace: bool = False,
+              also_check: Sequence[Path] = (), kind: str = "") -> Path:
+    """Write `<gpu>.json` (or `<gpu>.<kind>.json`); if that name exists, here or in any
+    family directory of `also_check` (the repository, when the pass writes elsewhere:
+    its archive is unpacked over the repository), and `replace` is False, write
+    beside it as `<gpu>[.<kind>].<UTC timestamp>.json` so no run ever overwrites another."""
+    stem = f"{gpu}.{kind}" if kind else gpu
+    path = Path(family_dir) / "measurements" / f"{stem}.json"
+    taken = [path, *(Path(d) / "measurements" / path.name for d in also_check)]
+    if not replace and any(p.exists() for p in taken):
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        path = path.with_name(f"{gpu}.{stamp}.json")
+        path = path.with_name(f"{stem}.{stamp}.json")
+        n = 1
+        while any((Path(d) / "measurements" / path.name).exists() for d in (family_dir, *also_check)):
+            n += 1
+            path = path.with_name(f"{stem}.{stamp}-{n}.json")
     write_json_atomic(path, dict(record))
     return path

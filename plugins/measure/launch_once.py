@@ -16,6 +16,7 @@ from pathlib import Path
 
 
 from plugins.measure.capture import LAUNCH_SEED
+from plugins.family.dtypes import device_view
 from plugins.gate.check import host_buffers
 from plugins.family.manifest import FamilyError, load_family
 
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     shape = fam.shapes("timing")[0]
     ex.compile(fam.start)  # before any launch, so compile errors never reach the profiler
-    dev = {name: ex.cp.asarray(arr) for name, arr in host_buffers(fam, shape, args.seed).items()}
+    dev = {name: ex.cp.asarray(device_view(arr)) for name, arr in host_buffers(fam, shape, args.seed).items()}
     for name in fam.start.zero_before:  # a memset, not ndarray.fill: fill would launch (and compile) a CuPy kernel
         dev[name].data.memset_async(0, dev[name].nbytes)
     ex.synchronize()

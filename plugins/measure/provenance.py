@@ -177,9 +177,21 @@ def source_digest(repo: Path) -> dict:
     return {"source_sha256": h.hexdigest(), "source_files": count}
 
 
-def git_state(repo: Path, run: Callable[..., Any] = subprocess.run, env: Mapping[str, str] | None = None) -> dict:
+class ProvenanceRefused(RuntimeError):
+    """No commit can be named for the code that would run: the pass refuses to measure."""
+
+
+ALLOW_UNKNOWN_COMMIT = "--measure-allow-unknown-commit"
+
+
+def git_state(repo: Path, run: Callable[..., Any] = subprocess.run, env: Mapping[str, str] | None = None,
+              allow_unknown_commit: bool = False) -> dict:
     """The commit and whether the tree had uncommitted changes; where git cannot
-    tell (a copy with no .git), the commit given in $SPARKTRACE_GIT_COMMIT."""
+    tell (a copy with no .git), the commit given in $SPARKTRACE_GIT_COMMIT.
+
+    With neither, raises ProvenanceRefused unless `allow_unknown_commit`, which
+    is then written into the record (`overrides`), so such a key says so.
+    """
 
     def git(*args: str) -> str:
         r = run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=20)
@@ -193,6 +205,14 @@ def git_state(repo: Path, run: Callable[..., Any] = subprocess.run, env: Mapping
     if is_unavailable(commit) and given:
         return {"git_commit": given, "git_dirty": unavailable(f"no git here ({commit}); the commit is from ${GIT_COMMIT_ENV}, compare source_sha256"),
                 "git_commit_source": f"${GIT_COMMIT_ENV}"}
+    if is_unavailable(commit):
+        if not allow_unknown_commit:
+            raise ProvenanceRefused(
+                f"no git commit can be named for {repo} ({commit}) and ${GIT_COMMIT_ENV} is not set; fix: run "
+                f"`git rev-parse HEAD` where the repository is and pass it as {GIT_COMMIT_ENV}=<sha>, or give "
+                f"{ALLOW_UNKNOWN_COMMIT} (scripts/measure-gpu.sh --allow-unknown-commit) to measure anyway, recorded in every key")
+        return {"git_commit": commit, "git_dirty": dirty,
+                "overrides": [f"{ALLOW_UNKNOWN_COMMIT}: measured with no commit known; only source_sha256 names the code"]}
     return {"git_commit": commit, "git_dirty": dirty}
 
 
@@ -210,8 +230,10 @@ def software_record(
     compile_options: Sequence[str] = (),
     run: Callable[..., Any] = subprocess.run,
     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    allow_unknown_commit: bool = False,
+    env: Mapping[str, str] | None = None,
 ) -> dict:
-    """The measurement file's "provenance" object."""
+    """The measurement file's "provenance" object (raises ProvenanceRefused, see git_state)."""
     nvml = field(probe.nvml)
     n: Mapping[str, Any] = nvml if isinstance(nvml, Mapping) else {}
     driver_api = field(lambda: cuda_version(probe.driver_api_version()))
@@ -219,7 +241,7 @@ def software_record(
     cmd = command if isinstance(command, str) else " ".join(command)
     return {
         "date": now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-        **git_state(repo, run),
+        **git_state(repo, run, env, allow_unknown_commit),
         **field_dict(lambda: source_digest(repo), ("source_sha256", "source_files")),
         "command": cmd,
         "driver": driver,

@@ -1,15 +1,18 @@
-"""One family through the measure pass: gate, time, rank, write the key, capture the slip.
+"""The measure pass: per family gate, time, rank and write the key; then the slips; then a repeat.
 
-Why a pytest-free session object: the order matters (only gated candidates
-are timed; the slip is taken after the timing buffers are freed) and every
-step must fail soft, so one broken family is recorded and the next one runs.
-The GPU parts come in through two seams, an `Executor` (plugins.gate.check) and a
-`TimerFactory` (plugins.measure.timing), which CPU tests replace with labelled fakes.
+Why a pytest-free session object: the order matters (keys for every selected
+family first, then slips in priority order, then, while time remains, a
+repeat of the timing in a new order) and every step must fail soft, so one
+broken family is recorded and the next one runs. The GPU parts come in
+through seams (an `Executor` from plugins.gate.check, a `TimerFactory`, a
+`SlipCapture`, a clock) which CPU tests replace with labelled fakes.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
+import random
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -20,8 +23,10 @@ import numpy as np
 
 from plugins.gate.check import Executor, GateResult, fresh_seeds, gate_candidate, host_buffers
 from plugins.atomicio import write_json_atomic
-from plugins.measure.keyfile import SCHEMA, write_key
-from plugins.family.manifest import Candidate, Family
+from plugins.measure.budget import StepBudget
+from plugins.measure.confidence import Confidence, assess
+from plugins.measure.keyfile import SCHEMA, load_key, write_key
+from plugins.family.manifest import SETS, Candidate, Family
 from plugins.family.plan import Number
 from plugins.measure.ranking import FamilyRanking, rank_family
 from plugins.measure.timing import BLOCKS, BlockRun, Timer, bytes_moved, run_blocks
@@ -36,7 +41,9 @@ class TimerFactory(Protocol):
 
 
 class SlipCapture(Protocol):
-    def __call__(self, fam: Family, gpu: str, seconds_left: float | None = None) -> Any: ...
+    """Takes one slip; `budget` bounds its timeouts by the deadline, `name` writes it beside an earlier one."""
+
+    def __call__(self, fam: Family, gpu: str, budget: StepBudget | None = None, name: str | None = None) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -49,7 +56,15 @@ class MeasureConfig:
     blocks: int = BLOCKS
     gate_seeds: int = GATE_SEEDS
     ncu: bool = True
-    deadline: float | None = None  # time.monotonic() after which no slip is started (the script's budget)
+    deadline: float | None = None  # time.monotonic() by which slips and repeats must end (None: no limit)
+    slips_only: bool = False  # take slips without measuring keys (a rerun of slips that were skipped)
+    repeat: bool = False  # after the slips, while time remains, time every keyed family again
+    also_check: tuple[Path, ...] = ()  # roots whose families/ and slips/ a new key or slip must not overwrite
+    named: tuple[str, ...] = ()  # families named with --measure-families (slips-only retakes these beside)
+    previous: Path | None = None  # an earlier pass's output (its reports/measure/<gpu>/*.json) for slips-only
+    ncu_unusable: str = ""  # the preflight's reason why ncu cannot profile here: every slip is skipped with it
+    ncu_required_metrics: bool = False  # the preflight saw the optional metrics refused: use the required list
+    allow_unknown_commit: bool = False  # measure with no git commit known (recorded in every key)
 
 
 @dataclass
@@ -66,22 +81,35 @@ class FamilyOutcome:
     record: dict | None = None
     error: str = ""
     seconds: dict = field(default_factory=dict)
+    confidence: Confidence | None = None
+    set: str = ""
+    not_measured: str = ""  # why no key was measured on purpose (slips-only, not a target GPU)
 
     def summary(self) -> dict:
         rk = self.ranking.ranking if self.ranking else None
         spreads = {cid: st.spread for cid, st in self.ranking.stats.items()} if self.ranking else {}
+        conf = self.confidence
+        flags = (self.record or {}).get("protocol", {}).get("clock_flags", [])
         return {
             "family": self.family,
+            "set": self.set,
             "winner": rk.winner if rk else None,
             "runner_up": rk.runner_up if rk else None,
             "ratio": rk.ratio if rk else None,
             "kept": rk.kept if rk else False,
             "noisy": rk.noisy if rk else False,
-            "reason": self.error or (rk.reason if rk else ""),
+            "fragile": conf.fragile if conf else False,
+            "fragile_reason": conf.fragile_reason if conf else "",
+            "interval": list(conf.interval) if conf and conf.interval else None,
+            "blocks_agree": conf.blocks_agree if conf else None,
+            "clock_flags": flags,
+            "reason": self.error or (rk.reason if rk else self.not_measured),
+            "not_measured": self.not_measured,
             "max_spread": max((s for s in spreads.values() if s is not None), default=None),
             "gate_problems": self.gate_problems,
             "slip": self.slip.get("status", "not run"),
             "slip_reason": self.slip.get("reason", ""),
+            "slip_files": self.slip.get("files", []),
             "key": str(self.key_path) if self.key_path else None,
             "seconds": self.seconds,
         }
@@ -113,8 +141,42 @@ class ContextLost(RuntimeError):
 
 
 SLIP_PENDING = "taken after every family's timing (so a slow ncu never costs a key); see the slip step"
-# Measured nowhere: a floor under which a slip is not started, so the pass ends inside its budget.
-MIN_SLIP_SECONDS = 20.0
+REPEAT_SAFETY = 1.5  # a family's repeat starts only with this multiple of its first timing's seconds left
+
+
+def slip_priority(summary: Mapping[str, Any]) -> int:
+    """Lower first: kept families (their items need the slip), then dropped ones near the gate
+    (a rerun may keep them), then the other dropped ones, then families with no key."""
+    if summary.get("kept"):
+        return 0
+    if summary.get("winner") and (summary.get("noisy") or summary.get("fragile")):
+        return 1
+    if summary.get("winner"):
+        return 2
+    return 3
+
+
+def stamp() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+
+
+def target_mismatch(fam: Family, gpu: Mapping[str, Any]) -> str:
+    """Why this GPU is not one of the family's declared targets, or "".
+
+    Hook point: family.toml's `targets` list (which GPUs a family declares) is
+    being added by another change; until Family carries it every GPU is a
+    target. Once it does, a target matches the GPU's slug (`h200`) or its
+    architecture (`sm_90`).
+    """
+    targets = getattr(fam, "targets", None)
+    if not targets:
+        return ""
+    cc = str(gpu.get("compute_capability", ""))
+    if not cc:  # a GPU whose architecture is unknown (a test fixture) is not judged
+        return ""
+    names = {str(gpu.get("slug", "")), f"sm_{cc.replace('.', '')}"}
+    declared = set(targets) | {t[:-1] for t in targets if t.endswith("a")}  # sm_90a runs on an sm_90 GPU
+    return "" if names & declared else f"{fam.name} declares targets {list(targets)}; this GPU is {sorted(names)}"
 
 
 class MeasureSession:
@@ -148,6 +210,13 @@ class MeasureSession:
         self.dead = ""  # set once the CUDA context is lost: later families are not measured
         self.outcomes: dict[str, FamilyOutcome] = {}
         self.slipped: set[str] = set()
+        self.slip_budget = StepBudget(config.deadline, clock, "slip")
+        self.repeat_budget = StepBudget(config.deadline, clock, "repeat")
+        self.repeats: dict[str, dict] = {}
+        self.repeat_seed = new_seed()
+        self._slip_order: list[str] | None = None
+        self._repeat_order: list[str] | None = None
+        self.previous = load_previous(config.previous, self.slug) if config.previous else {}
 
     @property
     def slug(self) -> str:
@@ -156,11 +225,17 @@ class MeasureSession:
     def measure(self, fam: Family) -> FamilyOutcome:
         """Gate, time, rank and write the key; the slip comes later (`slip`)."""
         if fam.name not in self.outcomes:
-            if self.dead:
+            if self.config.slips_only:
+                out = self._slips_only(fam)
+            elif why := target_mismatch(fam, self.gpu):
+                out = FamilyOutcome(fam.name, not_measured=f"not a target: {why}")
+                out.slip = {"status": "skipped", "reason": "not measured on this GPU"}
+            elif self.dead:
                 out = FamilyOutcome(fam.name, error=f"context: not measured, {self.dead}; rerun this family in a new process")
                 out.slip = {"status": "skipped", "reason": "the CUDA context was lost earlier in this process"}
             else:
                 out = self._measure(fam)
+            out.set = fam.set
             self.outcomes[fam.name] = out
             self._write_summary(out)
             s = out.summary()
@@ -177,6 +252,39 @@ class MeasureSession:
             self.dead = f"CUDA context lost at {where}: {why}"
             raise ContextLost(self.dead)
 
+    def slip_order(self, families: Sequence[Family]) -> list[str]:
+        """The slip order, fixed once every selected family has its key: by `slip_priority`,
+        then classic before hard, then the catalog's order."""
+        if self._slip_order is None:
+            sets = {name: i for i, name in enumerate(SETS)}
+            summaries = {f.name: self._priority_summary(f) for f in families}
+            index = {f.name: i for i, f in enumerate(families)}
+            self._slip_order = sorted(index, key=lambda n: (slip_priority(summaries[n]), sets.get(summaries[n].get("set", ""), len(sets)), index[n]))
+            log.info("slip order: %s", ", ".join(self._slip_order))
+        return self._slip_order
+
+    def _priority_summary(self, fam: Family) -> dict:
+        out = self.measure(fam)
+        if out.record is not None or not self.config.slips_only:
+            return out.summary()
+        prev = self.previous.get(fam.name)  # slips-only: what the earlier pass or the committed key says
+        if prev is not None:
+            return {**prev, "set": fam.set}
+        for root in self.config.also_check:
+            try:
+                key = load_key(Path(root) / "families" / fam.name, self.slug)
+            except ValueError:
+                key = None
+            if key is not None:
+                return {"set": fam.set, "kept": key.kept, "winner": key.winner, "noisy": key.noisy, "fragile": key.fragile}
+        return {"set": fam.set, "winner": "unknown"}
+
+    def slip_slot(self, slot: int, families: Sequence[Family]) -> FamilyOutcome:
+        """The slot-th slip in priority order (pytest runs one test per slot)."""
+        order = self.slip_order(families)
+        by_name = {f.name: f for f in families}
+        return self.slip(by_name[order[slot]])
+
     def slip(self, fam: Family) -> FamilyOutcome:
         """Take the family's slip after its key, and record the result in the key and summary."""
         out = self.measure(fam)
@@ -184,15 +292,19 @@ class MeasureSession:
             return out
         self.slipped.add(fam.name)
         t0 = self.clock()
+        ran = False
         try:
-            left = None if self.config.deadline is None else self.config.deadline - t0
             # ncu profiles a new process, so a slip is still taken after this process's context died.
-            if left is not None and left < MIN_SLIP_SECONDS:
-                out.slip = {"status": "skipped", "reason": f"time budget: {max(left, 0.0):.0f} s left of the pass's budget, "
-                            f"under the {MIN_SLIP_SECONDS:.0f} s a slip needs; rerun with -m measure --measure-families {fam.name}"}
+            plan = self.slip_budget.decide()
+            if not plan.start:
+                out.slip = {"status": "skipped", "reason": f"{plan.reason}; take it later with scripts/measure-gpu.sh --slips-only "
+                            f"(or pytest -m measure --measure-slips-only --measure-families {fam.name})"}
             else:
-                r = self.capture(fam, self.slug, left)  # type: ignore[misc]
+                ran = True
+                r = self.capture(fam, self.slug, self.slip_budget, self._slip_name(fam))  # type: ignore[misc]
                 out.slip = {"status": r.status, "reason": r.reason, "files": [self._rel(f) for f in r.files]}
+                if r.status == "skipped" and not r.files:
+                    ran = False  # nothing was started (no ncu, a profiler known unusable, no time)
         except Exception as exc:  # a slip never costs the key
             out.slip = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"}
             log.error("%s slip failed:\n%s", fam.name, traceback.format_exc())
@@ -203,6 +315,8 @@ class MeasureSession:
                 except Exception as exc:
                     log.warning("%s: cleanup after the slip failed: %s", fam.name, exc)
         out.seconds["slip"] = self.clock() - t0
+        if ran:
+            self.slip_budget.record(out.seconds["slip"])
         if out.record is not None and out.key_path is not None:
             out.record["slip"] = out.slip
             out.record["seconds"] = out.seconds
@@ -213,6 +327,128 @@ class MeasureSession:
         self._write_summary(out)
         log.info("%s slip: %s %s", fam.name, out.slip.get("status"), out.slip.get("reason", ""))
         return out
+
+    def _slip_name(self, fam: Family) -> str | None:
+        """None (the family's own name) unless a slip of it exists in the output or a checked root:
+        then a stamped name, so the new slip lands beside the old one."""
+        roots = (Path(self.config.out_root), *map(Path, self.config.also_check))
+        if any((r / "slips" / self.slug / f"{fam.name}{ext}").exists() for r in roots for ext in (".csv", ".ncu-rep", ".json")):
+            return f"{fam.name}.{stamp()}"
+        return None
+
+    def _slips_only(self, fam: Family) -> FamilyOutcome:
+        """No key: the slip alone, unless an earlier pass or the repository already has it."""
+        out = FamilyOutcome(fam.name, not_measured="slips-only: the key is not measured in this pass")
+        prev = self.previous.get(fam.name, {})
+        have = [r for r in self.config.also_check if (Path(r) / "slips" / self.slug / f"{fam.name}.csv").is_file()]
+        if not self.config.ncu:
+            out.slip = {"status": "skipped", "reason": "--no-ncu was given"}
+        elif self.capture is None:
+            out.slip = {"status": "skipped", "reason": "no slip capture configured"}
+        elif prev.get("slip") == "captured" and fam.name not in self.config.named:
+            out.slip = {"status": "skipped", "reason": f"already captured by the earlier pass in {self.config.previous}"}
+        elif have and fam.name not in self.config.named:
+            out.slip = {"status": "skipped", "reason": f"already in {have[0]}/slips/{self.slug}/{fam.name}.csv; name it in "
+                        "--measure-families to take another beside it"}
+        else:
+            out.slip = {"status": "pending", "reason": SLIP_PENDING}
+        return out
+
+    # ------------------------------------------------------------------ repeat
+
+    def repeat_order(self, families: Sequence[Family]) -> list[str]:
+        """Every selected family in a new random order (seed `repeat_seed`, recorded in each repeat)."""
+        if self._repeat_order is None:
+            names = [f.name for f in families]
+            random.Random(self.repeat_seed).shuffle(names)
+            self._repeat_order = names
+        return self._repeat_order
+
+    def repeat_slot(self, slot: int, families: Sequence[Family]) -> dict:
+        by_name = {f.name: f for f in families}
+        return self.repeat(by_name[self.repeat_order(families)[slot]])
+
+    def repeat(self, fam: Family) -> dict:
+        """Time a keyed family once more (new inputs, new block order), write the result beside
+        its key as `<gpu>.repeat.json`, and say whether the winner is the same. Keys only: the
+        first pass's gate verdicts are reused."""
+        if fam.name in self.repeats:
+            return self.repeats[fam.name]
+        out = self.measure(fam)
+        first = out.ranking.ranking.winner if out.ranking else None
+        res: dict = {"family": fam.name, "first_winner": first, "first_key": self._rel(out.key_path) if out.key_path else None}
+        if not self.config.repeat:
+            res.update(status="skipped", reason="no repeat was asked for (--measure-repeat)")
+        elif out.record is None or out.blocks is None:
+            res.update(status="skipped", reason=f"no key in this pass ({out.error or out.not_measured})")
+        elif self.dead:
+            res.update(status="skipped", reason=f"the CUDA context was lost: {self.dead}")
+        else:
+            plan = self.repeat_budget.decide(planned_s=out.seconds.get("timing", 0.0) or None)
+            if not plan.start:
+                res.update(status="skipped", reason=plan.reason)
+            else:
+                t0 = self.clock()
+                try:
+                    res.update(self._repeat(fam, out))
+                except ContextLost as exc:
+                    res.update(status="failed", reason=f"context: {exc}")
+                except Exception as exc:
+                    res.update(status="failed", reason=f"{type(exc).__name__}: {exc}")
+                    log.error("%s repeat failed:\n%s", fam.name, traceback.format_exc())
+                finally:
+                    if self.after_family and not self.dead:
+                        try:
+                            self.after_family()
+                        except Exception as exc:
+                            log.warning("%s: cleanup after the repeat failed: %s", fam.name, exc)
+                res["seconds"] = self.clock() - t0
+                self.repeat_budget.record(res["seconds"])
+        res["differs"] = bool(res.get("winner")) and res.get("winner") != first
+        self.repeats[fam.name] = res
+        path = Path(self.config.out_root) / "reports" / "measure" / self.slug / "repeat" / f"{fam.name}.json"
+        try:
+            write_json_atomic(path, res)
+        except OSError as exc:
+            log.warning("could not write %s: %s", path, exc)
+        log.info("%s repeat: %s %s%s", fam.name, res["status"], res.get("reason", ""),
+                 f"; WINNER DIFFERS: first {first}, repeat {res.get('winner')}" if res["differs"] else "")
+        return res
+
+    def _repeat(self, fam: Family, first: FamilyOutcome) -> dict:
+        assert first.record is not None
+        timed = [c for c in fam.candidates if first.gate[c.id].passed]
+        shape = fam.shapes("timing")[0]
+        input_seed, block_seed = self.new_seed(), self.new_seed()
+        t0 = time.monotonic()
+        timer = self.timer_factory(fam, shape, timing_buffers(fam, shape, input_seed), timed)
+        try:
+            blocks = run_blocks(timer, [c.id for c in timed], block_seed, blocks=self.config.blocks)
+        finally:
+            close = getattr(timer, "close", None)
+            if close:
+                close()
+        if blocks.failures:
+            self._check_context(f"{fam.name} while timing its repeat ({', '.join(sorted(blocks.failures))} failed)")
+        rep = FamilyOutcome(fam.name, gate=first.gate, gate_problems=first.gate_problems, blocks=blocks, set=fam.set)
+        rep.seconds["timing"] = time.monotonic() - t0
+        rep.ranking, rep.confidence = self._rank(fam, rep, shape)
+        rep.slip = {"status": "skipped", "reason": f"a repeat: the slip is the first pass's ({first.slip.get('status')})"}
+        rec = self.record(fam, rep, shape, input_seed)
+        rec["pass"] = "repeat"
+        rec["repeat_of"] = self._rel(first.key_path) if first.key_path else None
+        rec["repeat_seed"] = self.repeat_seed
+        rec["repeat_order"] = self._repeat_order
+        path = write_key(Path(self.config.out_root) / "families" / fam.name, self.slug, rec, replace=self.config.replace,
+                         also_check=self._family_roots(fam), kind="repeat")
+        rk = rep.ranking.ranking
+        return {"status": "measured", "reason": "", "winner": rk.winner, "runner_up": rk.runner_up, "ratio": rk.ratio,
+                "kept": rk.kept, "fragile": rep.confidence.fragile if rep.confidence else False,
+                "first_ratio": first.ranking.ranking.ratio if first.ranking else None,
+                "first_kept": first.ranking.ranking.kept if first.ranking else None, "key": self._rel(path)}
+
+    def _family_roots(self, fam: Family) -> list[Path]:
+        return [Path(r) / "families" / fam.name for r in self.config.also_check]
 
     # ------------------------------------------------------------------ steps
 
@@ -248,19 +484,12 @@ class MeasureSession:
             out.seconds["timing"] = time.monotonic() - t0
 
             step = "ranking"
-            not_timed = {c.id: f"gated out: {out.gate[c.id].reason}" for c in fam.rewrites if not out.gate[c.id].passed}
-            not_timed.update({cid: f"crashed while timed: {why}" for cid, why in out.blocks.failures.items() if cid in {r.id for r in fam.rewrites}})
-            wrong_passed = [p for p in out.gate_problems if p.startswith("wrong variant")]
-            start_failed = [p for p in out.gate_problems if p.startswith("start ")]
-            problem = "; ".join(wrong_passed + start_failed)
-            out.ranking = rank_family(
-                fam.start.id, [r.id for r in fam.rewrites], {c.id: out.blocks.kept(c.id) for c in timed if c.id not in out.blocks.failures},
-                not_timed=not_timed, gate_problem=problem, bytes_moved=bytes_moved(fam, shape),
-                copy_bytes_per_s=out.blocks.copy_bytes_per_s, memory_bound=fam.bound == "memory",
-            )
+            out.ranking, out.confidence = self._rank(fam, out, shape)
 
             if not self.config.ncu:
                 out.slip = {"status": "skipped", "reason": "--no-ncu was given"}
+            elif self.config.ncu_unusable:
+                out.slip = {"status": "skipped", "reason": f"the preflight found the profiler unusable: {self.config.ncu_unusable}"}
             elif self.capture is None:
                 out.slip = {"status": "skipped", "reason": "no slip capture configured"}
             else:
@@ -268,13 +497,16 @@ class MeasureSession:
 
             step = "key"
             out.record = self.record(fam, out, shape, input_seed)
-            out.key_path = write_key(Path(self.config.out_root) / "families" / fam.name, self.slug, out.record, replace=self.config.replace)
+            out.key_path = write_key(Path(self.config.out_root) / "families" / fam.name, self.slug, out.record,
+                                     replace=self.config.replace, also_check=self._family_roots(fam))
         except ContextLost as exc:
             out.error = f"context: {exc}"
             out.slip = {"status": "skipped", "reason": "the CUDA context was lost"}
             log.error("%s: %s; the remaining families are not measured in this process", fam.name, exc)
         except Exception as exc:  # fail soft: the family's error is recorded and the pass moves on
             out.error = f"{step}: {type(exc).__name__}: {exc}"
+            if out.key_path is None:
+                out.slip = {"status": "skipped", "reason": f"no key: the pass failed at {step}"}
             log.error("%s failed at %s:\n%s", fam.name, step, traceback.format_exc())
             try:
                 self._check_context(f"{fam.name} after the {step} step failed")
@@ -287,6 +519,25 @@ class MeasureSession:
                 except Exception as exc:
                     out.error = out.error or f"cleanup: {type(exc).__name__}: {exc}"
         return out
+
+    def _rank(self, fam: Family, out: FamilyOutcome, shape: Mapping[str, Number]) -> tuple[FamilyRanking, Confidence]:
+        """The ranking and its confidence statement from `out`'s gate verdicts and blocks."""
+        assert out.blocks is not None
+        timed = [c for c in fam.candidates if out.gate[c.id].passed]
+        not_timed = {c.id: f"gated out: {out.gate[c.id].reason}" for c in fam.rewrites if not out.gate[c.id].passed}
+        not_timed.update({cid: f"crashed while timed: {why}" for cid, why in out.blocks.failures.items() if cid in {r.id for r in fam.rewrites}})
+        wrong_passed = [p for p in out.gate_problems if p.startswith("wrong variant")]
+        start_failed = [p for p in out.gate_problems if p.startswith("start ")]
+        problem = "; ".join(wrong_passed + start_failed)
+        fr = rank_family(
+            fam.start.id, [r.id for r in fam.rewrites], {c.id: out.blocks.kept(c.id) for c in timed if c.id not in out.blocks.failures},
+            not_timed=not_timed, gate_problem=problem, bytes_moved=bytes_moved(fam, shape),
+            copy_bytes_per_s=out.blocks.copy_bytes_per_s, memory_bound=fam.bound == "memory",
+        )
+        rewrites = [r.id for r in fam.rewrites]
+        by_block = {r: out.blocks.kept_by_block(r) for r in rewrites if r in fr.stats and r not in not_timed}
+        rk = fr.ranking
+        return fr, assess(by_block, rewrites, rk.winner, rk.runner_up, rk.kept)
 
     def _rel(self, path: str | Path) -> str:
         try:
@@ -327,6 +578,7 @@ class MeasureSession:
             "family": fam.name,
             "bound": fam.bound,
             "gpu": self.gpu,
+            "set": fam.set,
             "provenance": self.provenance,
             "protocol": {**br.protocol_record(), "input_seed": input_seed},
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -339,10 +591,17 @@ class MeasureSession:
             "gate_problems": out.gate_problems,
             "candidates": cands,
             "copy_bytes_per_s": br.copy_bytes_per_s,
-            "ranking": fr.ranking.as_record(),
+            "ranking": {**fr.ranking.as_record(), **self._confidence_fields(out)},
             "slip": out.slip,
             "seconds": out.seconds,
         }
+
+    @staticmethod
+    def _confidence_fields(out: FamilyOutcome) -> dict:
+        c = out.confidence
+        if c is None:
+            return {"fragile": False, "fragile_reason": "", "confidence": None}
+        return {"fragile": c.fragile, "fragile_reason": c.fragile_reason, "confidence": c.as_record()}
 
     def _write_summary(self, out: FamilyOutcome) -> None:
         """One small file per family for the script's closing table (never inside families/)."""
@@ -354,50 +613,78 @@ class MeasureSession:
 
 
 ERROR_PREFIXES = ("gate:", "timing:", "ranking:", "slip:", "key:", "context:")
+SUMMARY_HEADERS = ["family", "set", "winner", "ratio", "95% interval", "blocks agree", "kept", "spread", "slip"]
 
 
 def summary_rows(summaries: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
-    """family, winner, ratio, kept, spread: the closing table."""
+    """The closing table: family, set, winner, ratio, interval, block agreement, kept (fragile, noisy), spread, slip."""
     rows = []
     for s in summaries:
         ratio = s.get("ratio")
         spread = s.get("max_spread")
+        iv = s.get("interval")
         kept = "error" if s.get("reason", "").startswith(ERROR_PREFIXES) else ("yes" if s.get("kept") else "no")
+        if s.get("not_measured"):
+            kept = "not measured"
+        if s.get("fragile"):
+            kept += " (fragile)"
         if s.get("noisy"):
             kept += " (noisy)"
-        rows.append([s["family"], s.get("winner") or "-", f"{ratio:.3f}" if ratio else "-", kept,
-                     f"{spread:.3f}" if spread is not None else "-"])
+        agree = s.get("blocks_agree")
+        rows.append([s["family"], s.get("set") or "-", s.get("winner") or "-", f"{ratio:.3f}" if ratio else "-",
+                     f"{iv[0]:.3f}-{iv[1]:.3f}" if iv else "-", "-" if agree is None else ("yes" if agree else "NO"), kept,
+                     f"{spread:.3f}" if spread is not None else "-", s.get("slip") or "-"])
     return rows
+
+
+def load_previous(out_dir: Path, gpu: str) -> dict[str, dict]:
+    """An earlier pass's per-family summaries (`<out>/reports/measure/<gpu>/*.json`), by family."""
+    found: dict[str, dict] = {}
+    for path in sorted((Path(out_dir) / "reports" / "measure" / gpu).glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+            found[str(data["family"])] = data
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("%s: not a measure summary (%s); ignored", path, exc)
+    return found
 
 
 def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
     """The real session: CUDA-event timer, provenance read from the device, ncu slips."""
-    from plugins.measure.capture import PROFILE_TIMEOUT_S, capture_slip, find_ncu, ncu_version
-    from plugins.measure.device import cupy_added_options
+    from plugins.measure.capture import METRICS, REQUIRED_METRICS, ProfilerState, capture_slip, find_ncu, ncu_version
+    from plugins.measure.device import full_compile_options
     from plugins.measure.provenance import CupyProbe, gpu_record, software_record
     from plugins.measure.timing import CudaEventTimer
 
     probe = CupyProbe(executor.device_index)
     ncu = find_ncu()
     gpu = gpu_record(probe)
-    options = [*executor.options, *cupy_added_options(executor.cp)]
-    prov = software_record(probe, config.repo, config.command, ncu_version(ncu), compile_options=options)
+    version = ncu_version(ncu)
+    prov = software_record(probe, config.repo, config.command, version,
+                           compile_options=list(executor.options), allow_unknown_commit=config.allow_unknown_commit)
+    prov["compile_options_full"] = full_compile_options(executor.cp, executor.options)
+    profiler = ProfilerState(unusable=config.ncu_unusable,
+                             metrics=tuple(REQUIRED_METRICS) if config.ncu_required_metrics else tuple(METRICS),
+                             metric_rejected="the preflight saw the optional metrics refused" if config.ncu_required_metrics else "",
+                             version=version)
 
     def timer_factory(fam: Family, shape: Mapping[str, Number], host: Mapping[str, np.ndarray], cands: Sequence[Candidate]) -> Timer:
         return CudaEventTimer(executor, fam, shape, host, cands)
 
-    def capture(fam: Family, gpu_slug: str, seconds_left: float | None = None) -> Any:
+    def capture(fam: Family, gpu_slug: str, budget: StepBudget | None = None, name: str | None = None) -> Any:
         try:
             executor.free()  # the profiled process allocates its own inputs
         except Exception as exc:  # a dead context here does not stop ncu's own process
             log.warning("could not free device memory before %s's slip: %s", fam.name, exc)
         kernels = [launch.kernel for launch in fam.start.launches]
-        timeout = PROFILE_TIMEOUT_S if seconds_left is None else max(5.0, min(PROFILE_TIMEOUT_S, seconds_left - 5.0))
         return capture_slip(fam.name, kernels, gpu_slug, config.out_root, config.repo, config.families_root, ncu=ncu,
-                            profile_timeout_s=timeout)
+                            state=profiler, budget=budget, name=name)
 
     return MeasureSession(config, executor, timer_factory, gpu, prov, capture=capture, after_family=executor.free,
                           health=executor.context_error)
+
+
+REFUSED = "refused: "
 
 
 @dataclass
@@ -436,6 +723,7 @@ class MeasureState:
         return self._executor, self._reason
 
     def session(self) -> tuple[MeasureSession | None, str]:
+        """The session, or None and why: a reason starting with REFUSED is an error, any other a skip."""
         if not self.selected:
             return None, "the GPU measure pass runs only when asked: run pytest -m measure"
         if self._session is None:
@@ -444,8 +732,13 @@ class MeasureState:
                 return None, reason
             if self.in_worker:
                 return None, "the GPU measure pass runs in one process: run pytest -m measure without -n (xdist)"
+            from plugins.measure.provenance import ProvenanceRefused
+
             try:
                 self._session = gpu_session(self.config, ex)
+            except ProvenanceRefused as exc:
+                self._reason = f"{REFUSED}{exc}"
+                return None, self._reason
             except Exception as exc:
                 self._reason = f"opening the measure session failed: {type(exc).__name__}: {exc}"
                 return None, self._reason
@@ -457,29 +750,43 @@ class MeasureState:
         from tabulate import tabulate
 
         rows = summary_rows([o.summary() for o in self._session.outcomes.values()])
-        return tabulate(rows, headers=["family", "winner", "ratio", "kept", "spread"], disable_numparse=True).splitlines()
+        return tabulate(rows, headers=SUMMARY_HEADERS, disable_numparse=True).splitlines()
 
 
-def state_from_options(root: Path, getoption: Callable[[str], Any], argv: Sequence[str], in_worker: bool) -> MeasureState:
+def state_from_options(root: Path, getoption: Callable[[str], Any], argv: Sequence[str], in_worker: bool,
+                       now: Callable[[], float] = time.monotonic) -> MeasureState:
     """MeasureState from pytest's option values (`getoption` is config.getoption)."""
     import shlex
     import sys
+
+    from plugins.measure.budget import deadline_from_budget
 
     out = getoption("measure_out")
     fams = getoption("measure_families")
     head = ["python3", "-m", "pytest"] if argv and argv[0].endswith("__main__.py") else [Path(argv[0]).name if argv else "pytest"]
     budget = getoption("measure_budget_s")
+    families_root = (root / getoption("families_root")).resolve()
+    out_root = Path(out).resolve() if out else root
+    families = tuple(f.strip() for f in fams.split(",") if f.strip()) if fams else None
+    previous = getoption("measure_previous")
     cfg = MeasureConfig(
-        deadline=time.monotonic() + float(budget) if budget else None,
-        out_root=Path(out).resolve() if out else root,
+        deadline=deadline_from_budget(None if budget is None else float(budget), now()),
+        out_root=out_root,
         repo=root,
-        families_root=(root / getoption("families_root")).resolve(),
+        families_root=families_root,
         command=shlex.join([*head, *argv[1:]]) + f"  # python: {sys.executable}",
         replace=bool(getoption("measure_replace")),
         blocks=int(getoption("measure_blocks")),
         ncu=not getoption("no_ncu"),
+        slips_only=bool(getoption("measure_slips_only")),
+        repeat=bool(getoption("measure_repeat")),
+        also_check=(families_root.parent,) if out_root != root.resolve() and out_root != families_root.parent else (),
+        named=families or (),
+        previous=Path(previous).resolve() if previous else None,
+        ncu_unusable=getoption("measure_ncu_unusable") or "",
+        ncu_required_metrics=getoption("measure_ncu_metrics") == "required",
+        allow_unknown_commit=bool(getoption("measure_allow_unknown_commit")),
     )
-    families = tuple(f.strip() for f in fams.split(",") if f.strip()) if fams else None
     return MeasureState(cfg, families, getoption("markexpr") or "", in_worker)
 
 
@@ -493,4 +800,18 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} < 1; give at least one block (the protocol uses 5)")
+    return value
+
+
+def budget_seconds(text: str) -> float:
+    """argparse type for --measure-budget-s: finite and >= 0 (0 means no slips and no repeat)."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"{text!r}: give seconds >= 0 (0: no slips and no repeat; leave it out for no limit)")
     return value

@@ -3,8 +3,14 @@
 Why: candidates of a family are timed interleaved, in a fresh seeded order per
 block, so that clock drift and thermal state hit every candidate alike; each
 sample is a CUDA-event time (never a host clock around asynchronous work),
-with L2 flushed and `zero_before` buffers zeroed outside the event pair. The
-schedule and the driver are pure; only `CudaEventTimer` touches the GPU.
+with `zero_before` buffers zeroed and then L2 flushed outside the event pair.
+The flush reads a buffer twice the L2's size that was written once at set-up,
+so L2 holds only clean lines when a timed plan starts: a memset would leave it
+full of dirty lines whose write-back the timed kernel would pay for (about
+14 us on an H200's 60 MB L2, enough to pull a ratio near 1.08 towards 1).
+The SM clock and NVML's clock-event reasons are read at each block's start
+and end. The schedule and the driver are pure; only `CudaEventTimer` touches
+the GPU.
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
+from plugins.family.dtypes import device_view, np_dtype
 from plugins.family.plan import Number, ResolvedLaunch
 
 log = logging.getLogger("sparktrace.timing")
@@ -31,6 +38,28 @@ THROTTLE_THRESHOLD = 0.75  # of the max SM clock
 SPIN_UP_MS = 200.0  # host wall time of back-to-back launches before the estimates: clocks leave idle first
 MIN_FLUSH_BYTES = 256 * 1024 * 1024
 COPY_BYTES = 512 * 1024 * 1024
+CLOCK_OUTLIER_FRACTION = 0.03  # a block whose SM clock is more than 3% from the median block is flagged
+# NVML clock-event reasons (nvml.h, nvmlClocksEventReason*) that mean the clocks were held down.
+# Not here: GpuIdle 0x1 (read between blocks, the GPU may be idle), ApplicationsClocksSetting 0x2,
+# SyncBoost 0x10 (multi-GPU), DisplayClockSetting 0x100.
+THROTTLE_REASONS = {0x4: "SwPowerCap", 0x8: "HwSlowdown", 0x20: "SwThermalSlowdown", 0x40: "HwThermalSlowdown",
+                    0x80: "HwPowerBrakeSlowdown"}
+FLUSH_METHOD = ("zero_before memsets first, then a read-only kernel over a flush buffer of flush_bytes "
+                "(>= 2x L2) that was written once at set-up: L2 holds only clean lines when the timed plan starts")
+FLUSH_KERNEL = "sparktrace_l2_flush_read"
+FLUSH_SOURCE = r"""
+extern "C" __global__ void sparktrace_l2_flush_read(const uint4* __restrict__ p, unsigned long long n, unsigned int* sink)
+{
+    unsigned int acc = 0u;
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        uint4 v = p[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x5a17c0deu) sink[0] = acc;  /* never true (the buffer is all zeros); it keeps the loads */
+}
+"""
+PERSISTING_L2_LIMIT = 0x06  # cudaLimitPersistingL2CacheSize
 
 
 @dataclass(frozen=True)
@@ -57,7 +86,9 @@ class Timer(Protocol):
     def time_copy(self, launches: int) -> Timed: ...
 
     # Optional: `spin_up(cid, ms)` runs cid's plan back to back for about `ms` of
-    # host wall time, so an idle GPU's clocks have ramped before R is chosen.
+    # host wall time, so an idle GPU's clocks have ramped before R is chosen;
+    # `clock_state()` reads the clock at each block's start and end;
+    # `flush_method` and `persisting_l2` say how L2 was prepared.
 
     @property
     def copy_bytes(self) -> int: ...
@@ -79,6 +110,60 @@ def launches_per_block(estimate_ms: float, target_ms: float = TARGET_BLOCK_MS, c
     if not estimate_ms > 0 or math.isinf(estimate_ms):
         raise ValueError(f"estimated launch time {estimate_ms} ms is not a positive finite number")
     return max(1, min(cap, round(target_ms / estimate_ms)))
+
+
+@dataclass(frozen=True)
+class ClockState:
+    """The SM clock and NVML's clock-event reasons at one instant (a block's start or end)."""
+
+    sm_clock_mhz: float | None
+    reasons: int | None  # NVML's bitmask; None where it could not be read
+    note: str = ""
+
+    @property
+    def throttled(self) -> list[str]:
+        return [name for bit, name in THROTTLE_REASONS.items() if self.reasons is not None and self.reasons & bit]
+
+    def as_record(self) -> dict:
+        return {"sm_clock_mhz": self.sm_clock_mhz, "reasons": None if self.reasons is None else f"0x{self.reasons:x}",
+                "throttle_reasons": self.throttled, "note": self.note}
+
+
+@dataclass(frozen=True)
+class BlockClock:
+    block: int
+    start: ClockState | None
+    end: ClockState | None
+
+    @property
+    def sm_clock_mhz(self) -> float | None:
+        """The mean of the start and end readings that exist."""
+        vals = [c.sm_clock_mhz for c in (self.start, self.end) if c is not None and c.sm_clock_mhz is not None]
+        return statistics.fmean(vals) if vals else None
+
+    def as_record(self) -> dict:
+        return {"block": self.block, "start": self.start.as_record() if self.start else None,
+                "end": self.end.as_record() if self.end else None, "sm_clock_mhz": self.sm_clock_mhz}
+
+
+def clock_flags(clocks: Sequence[BlockClock], outlier_fraction: float = CLOCK_OUTLIER_FRACTION,
+                median_mhz: float | None = None) -> list[dict]:
+    """Blocks taken while NVML reported a throttle reason, or with a clock more than
+    `outlier_fraction` from the median block (of these blocks, or `median_mhz` when given)."""
+    flags = []
+    seen = [c.sm_clock_mhz for c in clocks if c.sm_clock_mhz is not None]
+    median = median_mhz if median_mhz is not None else (statistics.median(seen) if seen else None)
+    for c in clocks:
+        for when, st in (("start", c.start), ("end", c.end)):
+            if st is not None and st.throttled:
+                flags.append({"block": c.block, "kind": "throttled",
+                              "detail": f"at the block's {when}: {', '.join(st.throttled)} (reasons 0x{st.reasons:x})"})
+        mhz = c.sm_clock_mhz
+        if median and mhz is not None and abs(mhz / median - 1.0) > outlier_fraction:
+            flags.append({"block": c.block, "kind": "clock-outlier",
+                          "detail": f"SM clock {mhz:.0f} MHz is {100 * (mhz / median - 1.0):+.1f}% from the median {median:.0f} MHz "
+                                    f"(limit {100 * outlier_fraction:.0f}%)"})
+    return flags
 
 
 @dataclass(frozen=True)
@@ -115,9 +200,15 @@ class BlockRun:
     timer: str
     failures: Mapping[str, str] = field(default_factory=dict)
     spin_up_ms: float = 0.0
+    block_clocks: tuple[BlockClock, ...] = ()
+    flush_method: str = ""
+    persisting_l2: str = ""
 
     def kept(self, cid: str) -> list[float]:
         return [s.time_ms for s in self.samples.get(cid, ()) if s.kept]
+
+    def kept_by_block(self, cid: str) -> dict[int, float]:
+        return {s.block: s.time_ms for s in self.samples.get(cid, ()) if s.kept}
 
     @property
     def copy_bytes_per_s(self) -> float | None:
@@ -133,6 +224,8 @@ class BlockRun:
             "warmup_launches": self.warmup_launches,
             "spin_up_ms": self.spin_up_ms,
             "flush_bytes": self.flush_bytes,
+            "flush_method": self.flush_method or "not reported by the timer",
+            "persisting_l2": self.persisting_l2 or "not reported by the timer",
             "launches_per_block": dict(self.launches),
             "estimate_ms": dict(self.estimates_ms),
             "target_block_ms": TARGET_BLOCK_MS,
@@ -142,6 +235,9 @@ class BlockRun:
             "timer": self.timer,
             "copy": {"bytes": self.copy_bytes, "samples_ms": list(self.copy_samples_ms)},
             "failures": dict(self.failures),
+            "block_clocks": [c.as_record() for c in self.block_clocks],
+            "clock_outlier_fraction": CLOCK_OUTLIER_FRACTION,
+            "clock_flags": clock_flags(self.block_clocks),
         }
 
 
@@ -196,7 +292,9 @@ def run_blocks(
     live = [c for c in ids if c not in failures]
     orders = block_orders(live, blocks, seed)
     samples: dict[str, list[Sample]] = {c: [] for c in live}
+    clocks: list[BlockClock] = []
     for b, order in enumerate(orders):
+        start = _clock_state(timer)
         for cid in order:
             if cid in failures:
                 continue
@@ -213,6 +311,7 @@ def run_blocks(
                 samples[cid].append(Sample(b, mean, launches[cid], t.sm_clock_mhz, False, reason))
             else:
                 samples[cid].append(Sample(b, mean, launches[cid], t.sm_clock_mhz, True))
+        clocks.append(BlockClock(b, start, _clock_state(timer)))
     copy: tuple[float, ...] = ()
     try:
         est = timer.time_copy(1)
@@ -225,8 +324,20 @@ def run_blocks(
         samples={c: tuple(s) for c, s in samples.items()}, copy_samples_ms=copy, copy_bytes=timer.copy_bytes,
         warmup_launches=warmup, flush_bytes=timer.flush_bytes, throttle_threshold=threshold, spin_up_ms=spun,
         max_sm_clock_mhz=timer.max_sm_clock_mhz, throttle_note=timer.throttle_note, timer=timer.name,
-        failures=failures,
+        failures=failures, block_clocks=tuple(clocks), flush_method=getattr(timer, "flush_method", ""),
+        persisting_l2=getattr(timer, "persisting_l2", ""),
     )
+
+
+def _clock_state(timer: Timer) -> ClockState | None:
+    """The timer's clock reading (`clock_state()`, optional), or None; a failed read is recorded, never raised."""
+    read = getattr(timer, "clock_state", None)
+    if read is None:
+        return None
+    try:
+        return read()
+    except Exception as exc:
+        return ClockState(None, None, f"clock read failed: {type(exc).__name__}: {exc}")
 
 
 # --------------------------------------------------------------------------- NVML
@@ -246,6 +357,24 @@ class NvmlClock:
 
     def sm_clock_mhz(self) -> float:
         return float(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
+
+    def state(self) -> ClockState:
+        """The SM clock and the clock-event reasons bitmask, read now (host time, between launches)."""
+        read = (getattr(self.nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                or getattr(self.nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+        mhz, reasons, notes = None, None, []
+        try:
+            mhz = self.sm_clock_mhz()
+        except Exception as exc:
+            notes.append(f"SM clock unreadable ({type(exc).__name__})")
+        if read is None:
+            notes.append("this nvidia-ml-py has no clock-event reasons call")
+        else:
+            try:
+                reasons = int(read(self.handle))
+            except Exception as exc:
+                notes.append(f"clock-event reasons unreadable ({type(exc).__name__})")
+        return ClockState(mhz, reasons, "; ".join(notes))
 
     def event_reasons(self) -> str:
         """Why the clocks are below max, as NVML's bitmask; "" where this nvidia-ml-py has
@@ -284,9 +413,9 @@ def open_nvml(device_index: int = 0) -> tuple[NvmlClock | None, str]:
 class CudaEventTimer:
     """Times launch plans with CUDA events on device buffers shared by a family's candidates.
 
-    Per launch: L2 flush (a memset of `flush_bytes`) and zeroing of the
-    candidate's `zero_before` buffers, then the event pair around the whole
-    plan. The host never synchronizes inside a plan.
+    Per launch: zeroing of the candidate's `zero_before` buffers, then the L2
+    flush (FLUSH_METHOD), then the event pair around the whole plan. The host
+    never synchronizes inside a plan.
     """
 
     name = "cuda-events"
@@ -303,13 +432,22 @@ class CudaEventTimer:
         for c in candidates:
             self.plans[c.id] = fam.resolve(c, shape, executor.sm_count)
             self.zero[c.id] = tuple(c.zero_before)
-        self.dev = {k: cupy.asarray(v) for k, v in host_buffers.items()}
+        self.dev = {k: cupy.asarray(device_view(v)) for k, v in host_buffers.items()}
         self.bound = {c.id: executor.bind(c, self.plans[c.id], self.dev) for c in candidates}
         self.flush_bytes = max(MIN_FLUSH_BYTES, 2 * int(executor.l2_bytes))
+        self.flush_bytes -= self.flush_bytes % 16  # read as uint4
+        self.flush_method = FLUSH_METHOD
         self.flush = cupy.empty(self.flush_bytes, dtype=cupy.uint8)
+        self._flush_sink = cupy.empty(1, dtype=cupy.uint32)
+        self._flush_kernel = cupy.RawModule(code=FLUSH_SOURCE, options=("--std=c++17",), backend="nvrtc").get_function(FLUSH_KERNEL)
+        self._flush_args = (self.flush, np.uint64(self.flush_bytes // 16), self._flush_sink)
+        self._flush_grid = (max(1, int(executor.sm_count)) * 8, 1, 1)
         self._copy_src = cupy.empty(COPY_BYTES // 2, dtype=cupy.uint8)
         self._copy_dst = cupy.empty(COPY_BYTES // 2, dtype=cupy.uint8)
         self._copy_src.data.memset_async(1, self._copy_src.nbytes)
+        self.persisting_l2 = reset_persisting_l2(cupy)
+        self.flush.data.memset_async(0, self.flush_bytes)  # the only write to it: its dirty lines leave in the read below
+        self._flush_read()
         self.clock, self.throttle_note = open_nvml(executor.device_index)
         self.max_sm_clock_mhz = self.clock.max_mhz if self.clock else None
         cupy.cuda.Device().synchronize()
@@ -319,10 +457,18 @@ class CudaEventTimer:
         """Bytes read plus bytes written by one device-to-device copy."""
         return 2 * self._copy_src.nbytes
 
+    def _flush_read(self) -> None:
+        self._flush_kernel(self._flush_grid, (256, 1, 1), self._flush_args)
+
     def _prepare(self, cid: str) -> None:
-        self.flush.data.memset_async(0, self.flush_bytes)
+        """Zero first, then flush: the zeroed lines are written back during the flush, not in the timed plan."""
         for z in self.zero.get(cid, ()):
             self.dev[z].data.memset_async(0, self.dev[z].nbytes)
+        self._flush_read()
+
+    def clock_state(self) -> ClockState | None:
+        """Read at a block's start and end, between synchronized launches."""
+        return self.clock.state() if self.clock is not None else None
 
     def warmup(self, cid: str, launches: int) -> None:
         for _ in range(launches):
@@ -379,14 +525,36 @@ class CudaEventTimer:
     def close(self) -> None:
         self.bound.clear()
         self.dev.clear()
-        del self.flush, self._copy_src, self._copy_dst
+        del self.flush, self._flush_sink, self._flush_args, self._copy_src, self._copy_dst
         self.cp.get_default_memory_pool().free_all_blocks()
+
+
+def reset_persisting_l2(cp: Any) -> str:
+    """Set the persisting-L2 limit to 0 and reset persisting lines, so no earlier
+    process's access-policy window keeps lines resident; says what was done."""
+    notes = []
+    try:
+        before = int(cp.cuda.runtime.deviceGetLimit(PERSISTING_L2_LIMIT))
+        cp.cuda.runtime.deviceSetLimit(PERSISTING_L2_LIMIT, 0)
+        notes.append(f"cudaLimitPersistingL2CacheSize was {before} B, set to 0")
+    except Exception as exc:
+        notes.append(f"cudaLimitPersistingL2CacheSize not set ({type(exc).__name__}: {exc})")
+    try:
+        from cuda.bindings import runtime as cudart  # cuda-bindings: CuPy 14 has no binding for this call
+
+        res = cudart.cudaCtxResetPersistingL2Cache()
+        err = res[0] if isinstance(res, tuple) else res
+        notes.append(f"cudaCtxResetPersistingL2Cache: {getattr(err, 'name', err)}")
+    except Exception as exc:
+        notes.append(f"cudaCtxResetPersistingL2Cache not called ({type(exc).__name__}: {exc})")
+    notes.append("no access-policy window is set on the timing stream (CuPy's default stream)")
+    return "; ".join(notes)
 
 
 def bytes_moved(fam: Any, shape: Mapping[str, Number]) -> int:
     """Minimum DRAM bytes of any correct plan: every input read once, every output written once."""
     counts = fam.buffer_counts(shape)
-    return sum(counts[b.name] * np.dtype(b.dtype).itemsize for b in fam.buffers if b.role in ("input", "output"))
+    return sum(counts[b.name] * np_dtype(b.dtype).itemsize for b in fam.buffers if b.role in ("input", "output"))
 
 
 

@@ -19,7 +19,13 @@ Decisions for ambiguous text (each has a case in tests/fixtures/answers/):
   letter twice ("A / Answer: A", seen from SmolLM2) is that letter.
 - Negations are not answers: "the answer is not A" gives nothing.
 - A lower-case letter after a label counts only at the end of its line
-  ("answer: b"), because "the answer is a bit subtle" is prose.
+  ("answer: b"), because "the answer is a bit subtle" is prose; a reply whose
+  last line is only a letter counts in either case ("c").
+- Other labels count when they start a line and take a colon: "Selected: C",
+  "Choice: B", "Verdict: D", "Final pick: A", "Option: C" (not "Option C
+  pads the tile", not "my initial pick: A, but ..." in mid-reasoning); so do
+  "I pick D", "I'm going with B", "I opt for C", "I recommend A".
+- A question back is not an answer: "Should I choose C?", "Answer: B?".
 - Fenced code blocks are ignored entirely (an unterminated fence runs to the
   end). Inline code counts only when it holds just a letter (`` `B` ``).
 - "A is wrong", "I think (A) or (B)", a ranking list ("- C", "- B" ...), and a
@@ -54,7 +60,8 @@ _LABEL = r"""
   | \b(?:correct|best|fastest|right|final|winning)\s+(?:option|choice|rewrite|candidate|pick)
         (?:\s+(?:is|would\s+be|should\s+be|will\s+be))?
   | \b(?:final\s+|my\s+)?choice(?:\s+is)?
-  | \bI(?:\s+would|\s+will|'ll|'d|\s+therefore|\s+will\s+therefore)?\s+(?:choose|pick|select|go\s+with)
+  | \bI(?:\s+would|\s+will|'ll|'d|\s+therefore|\s+will\s+therefore)?\s+(?:choose|pick|select|go\s+with|opt\s+for|vote\s+for|recommend|settle\s+on)
+  | \bI(?:'m|\s+am)\s+(?:going\s+with|choosing|picking|selecting)
 )
 (?:\s+(?:likely|probably|clearly|definitely|therefore|thus))?
 """
@@ -76,6 +83,21 @@ _ALT_BEFORE = re.compile(r"""(?<![\w\[])(?P<other>[A-Da-d])[\)\]\}"']*\s*(?:/|\|
 _VERB_END = re.compile(
     r"(?:\bis|\bbe|choose|pick|select|with|therefore|thus|likely|probably|clearly|definitely)$", re.I
 )
+
+# A label other than "answer" that starts its line and is followed by a colon (or a dash):
+# "Selected: C", "Verdict: B", "Final pick: D", "Option: A". Only at the start
+# of a line, so "my initial pick: A, but ..." in mid-reasoning is not read.
+_LINE_LABEL = re.compile(
+    r"^[ \t]*(?:(?:my|our|final|the)\s+)*"
+    r"(?:selected(?:\s+(?:option|rewrite|answer|choice))?|selection|pick|verdict|decision|recommendation|vote"
+    r"|option|winner|conclusion|choice|response|result)"
+    r"\s*(?:[:：=]|\s[-–—])\s*(?:(?:option|choice|rewrite)\s+)?[\(\[\{]?\s*(?P<letter>[A-Da-d])(?=(?P<after>[^\n]{0,60}))",
+    re.I | re.M,
+)
+# After a line label's upper-case letter: the end of the line, punctuation, or an aside.
+_LINE_LABEL_END = re.compile(r"""^[\)\]\}"'*]*(?:\s*$|[.,;:!]|\s+[-–—(])""")
+# A question: the rest of the sentence ends in "?" ("Should I choose C?", "Answer: B?")
+_QUESTION_AFTER = re.compile(r"^[^.!\n]*\?")
 
 # A line that is only an answer label ("Final Answer:", "Answer")
 _LABEL_LINE = re.compile(r"^\s*(?:the\s+)?(?:final\s+|correct\s+|my\s+)?answer\s*(?:is)?\s*[:：]?\s*$", re.I)
@@ -166,10 +188,27 @@ def _accepted(text: str, m: re.Match) -> bool:
     between = text[m.end("label"): m.start("letter")]
     if not between.strip() and not _LOWER_END.match(after) and not _VERB_END.search(m.group("label")):
         return False  # "Answer A question": a bare label needs the letter to end its line
+    if _QUESTION_AFTER.match(after):
+        return False  # a question back: "Should I choose C?", "Answer: B?"
     for alt in (_ALT_AFTER.match(after), _ALT_BEFORE.search(text[max(0, m.start() - 16): m.start()])):
         if alt and alt.group("other").upper() != letter.upper():
             return False  # "Answer: A or B", "Answer: A / Answer: B / ..." ("A / Answer: A" is still A)
     return True  # negations cannot match: only separators may stand between label and letter
+
+
+def _line_labels(text: str) -> list[tuple[int, str]]:
+    """"Selected: C", "Verdict: B", "Final pick: D": a label starting its line, a colon, one letter."""
+    found: list[tuple[int, str]] = []
+    for m in _LINE_LABEL.finditer(text):
+        letter, after = m.group("letter"), m.group("after")
+        end = _LINE_LABEL_END if letter.isupper() else _LOWER_END
+        if not end.match(after) or _QUESTION_AFTER.match(after):
+            continue
+        alt = _ALT_AFTER.match(after)
+        if alt and alt.group("other").upper() != letter.upper():
+            continue  # "Pick: A or B"
+        found.append((m.start("letter"), letter.upper()))
+    return found
 
 
 def _named_in_answer_line(text: str, taken: set[int]) -> list[tuple[int, str]]:
@@ -204,7 +243,8 @@ def _bare_lines(text: str) -> list[tuple[int, str]]:
         after_label = i > 0 and _LABEL_LINE.match(lines[i - 1][1])
         is_last = i == len(lines) - 1
         letter = m.group("letter")
-        if after_label or (is_last and letter.isupper()):
+        # a letter alone on the last line counts in either case ("c" is a whole reply)
+        if after_label or is_last:
             found.append((start + m.start("letter"), letter.upper()))
     return found
 
@@ -215,7 +255,7 @@ def extract_letter(text: str | None) -> str | None:
         return None
     norm = normalize(text)
     explicit = _explicit(norm)
-    candidates = explicit + _named_in_answer_line(norm, {p for p, _ in explicit}) + _bare_lines(norm)
+    candidates = explicit + _line_labels(norm) + _named_in_answer_line(norm, {p for p, _ in explicit}) + _bare_lines(norm)
     if not candidates:
         return None
     return max(candidates)[1]

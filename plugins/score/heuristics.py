@@ -135,8 +135,17 @@ def option_facts(cand: Candidate, arch: str, binary: bool = True) -> OptionFacts
                        _plan_sum(cand, profs, "vector_memory"))
 
 
+def family_arch(fam: Family, arch: str) -> str:
+    """The family's own target for `arch`: itself, its `a` variant (sm_90 -> sm_90a), or the first target."""
+    for t in (arch, arch + "a"):
+        if t in fam.targets:
+            return t
+    return fam.targets[0]
+
+
 def choose(rule: Rule, fam: Family, order: str, arch: str) -> tuple[str, list[float]]:
     """(letter, values in letter order) for one family in one option order."""
+    arch = family_arch(fam, arch)
     options = [option_facts(c, arch, rule.binary) for c in option_order(fam, order)]
     i, values = pick(rule, options, fam.start.code)
     return LETTERS[i], values

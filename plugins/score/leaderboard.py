@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from plugins.atomicio import write_bytes_atomic, write_text_atomic
-from plugins.score.report import mean_row, score_headers, score_row, table_lines, unmeasured_banner
+from plugins.score.report import fragile_lines, mean_row, score_headers, score_row, table_lines, unmeasured_banner
 from plugins.score.tally import CONDITIONS, Record, Score, score_by_pass
 
 REQUIRED = ("model", "item", "family", "condition", "order", "pass", "expected", "outcome", "key", "key_measured")
@@ -61,6 +61,7 @@ def read_junit(path: Path) -> list[tuple[dict, Record]]:
                 pass_index=int(props["pass"]), expected=props["expected"], chosen=props.get("chosen") or None,
                 strict=props.get("strict") or None, outcome=props["outcome"],
                 key_measured=props["key_measured"] == "true", key=props["key"],
+                key_fragile=props.get("key_fragile") == "true",
             )))
         except ValueError as exc:
             raise LeaderboardError(f"{path}: testcase {tc.get('name')!r}: {exc}") from None
@@ -100,6 +101,7 @@ def leaderboard_lines(entries: Sequence[Entry]) -> Iterator[str]:
         if len(e.scores) > 1:
             body.append(mean_row((e.label, e.key, "mean"), e.scores))
     yield from table_lines(headers, body)
+    yield from fragile_lines(scores)
 
 
 def write_chart(entries: Sequence[Entry], path: Path) -> None:

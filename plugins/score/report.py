@@ -132,14 +132,28 @@ def report_lines(rep: RunReport) -> Iterator[str]:
         yield ""
         yield from table_lines(
             ("family", *CONDITIONS, "total", "95% interval", "no-letter", "omitted"),
-            [[f.family, *(f"{f.conditions[c].correct}/{f.conditions[c].n}" for c in CONDITIONS),
+            [[fragile_label(f.family, f.key_fragile), *(f"{f.conditions[c].correct}/{f.conditions[c].n}" for c in CONDITIONS),
               f"{f.total.correct}/{f.total.n}", _iv(f.total.interval), str(f.total.no_letter), str(f.total.omitted)]
              for f in s.families],
         )
+    yield from fragile_lines(rep.scores)
     if rep.notes:
         yield ""
         yield "Notes from the item builder:"
         yield from (f"- {n}" for n in rep.notes)
+
+
+def fragile_label(family: str, fragile: bool) -> str:
+    return f"{family} (fragile key)" if fragile else family
+
+
+def fragile_lines(scores: Sequence[Score]) -> Iterator[str]:
+    """Under any table that counts items of families whose key is fragile: which ones, and what that means."""
+    names = sorted({f.family for s in scores for f in s.families if f.key_fragile})
+    if names:
+        yield ""
+        yield (f"Fragile keys ({len(names)}): {', '.join(names)}. Kept (runner-up median >= 1.08x the winner's) "
+               "but the 95% interval on the per-block ratio reaches below 1.08; a rerun may drop them.")
 
 
 def no_items_lines(model: str, key: str, notes: Sequence[str], built: int) -> Iterator[str]:

@@ -483,6 +483,7 @@ def properties(case: Case, info: ModelInfo, result: CaseResult, rootdir: Path, t
         ("family", case.item.family), ("condition", case.item.condition), ("order", case.item.order),
         ("pass", case.pass_index), ("key", case.item.key.gpu),
         ("key_measured", "true" if case.item.key.measured else "false"),
+        ("key_fragile", "true" if case.item.key.fragile else "false"),
         ("expected", result.expected), ("chosen", result.chosen or ""),
         ("strict", result.strict or ""), ("outcome", result.outcome),
         ("tokens", "" if result.tokens is None else result.tokens), ("latency_s", result.latency_s),

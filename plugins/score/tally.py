@@ -32,6 +32,7 @@ class Record:
     outcome: str  # one of OUTCOMES
     key_measured: bool = True
     key: str = ""  # whose measurements are the answer key (GPU slug)
+    key_fragile: bool = False  # the family's key is kept but its ratio interval reaches below 1.08
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -114,28 +115,76 @@ def cell(records: Iterable[Record]) -> Cell:
 
 @dataclass(frozen=True)
 class Paired:
-    """Full vs source paired by family+order: b = only source right, c = only full right."""
+    """Two conditions paired by family+order: b = only the first right, c = only the second right.
+
+    For full vs source the first condition is source. `both` and `neither` are
+    the concordant pairs, which the interval on the difference needs."""
 
     pairs: int
     b: int
     c: int
     p: float
+    both: int = 0
+    neither: int = 0
+
+    @property
+    def difference(self) -> float | None:
+        """Second minus first, as a fraction of the pairs; None when there is no pair."""
+        return (self.c - self.b) / self.pairs if self.pairs else None
+
+    @property
+    def interval(self) -> Interval | None:
+        return newcombe_paired(self.both, self.c, self.b, self.neither)
 
 
-def paired_full_vs_source(records: Iterable[Record]) -> Paired:
+def newcombe_paired(both: int, only_second: int, only_first: int, neither: int, z: float = Z95) -> Interval | None:
+    """Newcombe's (1998) method 10 for a paired difference, second minus first:
+    the Wilson intervals of the two marginal fractions, squared and added with a
+    correction for their correlation. Why this one: it stays inside [-1, 1] and
+    behaves at 0 or n discordant pairs, where a Wald interval collapses."""
+    counts = (both, only_second, only_first, neither)
+    if min(counts) < 0:
+        raise ValueError(f"newcombe_paired: counts must be >= 0, got {counts}")
+    n = sum(counts)
+    if n == 0:
+        return None
+    # p1: the second condition's fraction right; p2: the first's (estimate p1 - p2)
+    r, s, t, u = both, only_second, only_first, neither
+    p1, p2 = (r + s) / n, (r + t) / n
+    i1, i2 = wilson(r + s, n, z), wilson(r + t, n, z)
+    assert i1 is not None and i2 is not None
+    a = (r + s) * (t + u) * (r + t) * (s + u)
+    b = r * u - s * t
+    c = b - n / 2 if b > n / 2 else (b if b < 0 else 0.0)
+    phi = c / math.sqrt(a) if a else 0.0
+    d = p1 - p2
+    dl1, du1, dl2, du2 = p1 - i1.low, i1.high - p1, p2 - i2.low, i2.high - p2
+    low = d - math.sqrt(max(0.0, dl1 * dl1 - 2 * phi * dl1 * du2 + du2 * du2))
+    high = d + math.sqrt(max(0.0, dl2 * dl2 - 2 * phi * dl2 * du1 + du1 * du1))
+    return Interval(max(-1.0, low), min(1.0, high))
+
+
+def paired_conditions(records: Iterable[Record], first: str, second: str) -> Paired:
+    """Pair `first` and `second` by family+order (omitted items excluded) and test them."""
     by_key: dict[tuple[str, str], dict[str, Record]] = {}
     for r in records:
-        if r.condition in ("source", "full") and r.outcome != "omitted":
+        if r.condition in (first, second) and r.outcome != "omitted":
             by_key.setdefault((r.family, r.order), {})[r.condition] = r
-    b = c = pairs = 0
+    b = c = both = neither = pairs = 0
     for pair in by_key.values():
         if len(pair) != 2:
             continue
         pairs += 1
-        s, f = pair["source"].outcome == "correct", pair["full"].outcome == "correct"
-        b += s and not f
-        c += f and not s
-    return Paired(pairs=pairs, b=b, c=c, p=mcnemar_exact(b, c))
+        x, y = pair[first].outcome == "correct", pair[second].outcome == "correct"
+        b += x and not y
+        c += y and not x
+        both += x and y
+        neither += not x and not y
+    return Paired(pairs=pairs, b=b, c=c, p=mcnemar_exact(b, c), both=both, neither=neither)
+
+
+def paired_full_vs_source(records: Iterable[Record]) -> Paired:
+    return paired_conditions(records, "source", "full")
 
 
 @dataclass(frozen=True)
@@ -143,6 +192,7 @@ class FamilyScore:
     family: str
     conditions: Mapping[str, Cell]
     total: Cell
+    key_fragile: bool = False
 
 
 @dataclass(frozen=True)
@@ -174,7 +224,8 @@ def score_pass(records: Iterable[Record]) -> Score:
     for fam in sorted({r.family for r in rs}):
         fr = [r for r in rs if r.family == fam]
         families.append(
-            FamilyScore(fam, {c: cell(r for r in fr if r.condition == c) for c in CONDITIONS}, cell(fr))
+            FamilyScore(fam, {c: cell(r for r in fr if r.condition == c) for c in CONDITIONS}, cell(fr),
+                        key_fragile=any(r.key_fragile for r in fr))
         )
     return Score(
         pass_index=passes.pop() if passes else 1,
@@ -220,7 +271,9 @@ def score_json(s: Score) -> dict:
         "paired_full_vs_source": {"pairs": s.paired.pairs, "b_source_only": s.paired.b,
                                   "c_full_only": s.paired.c, "p_exact_mcnemar": s.paired.p},
         "families": {
-            f.family: {"total": cell_json(f.total), **{c: cell_json(v) for c, v in f.conditions.items()}}
+            f.family: {"total": cell_json(f.total), **{c: cell_json(v) for c, v in f.conditions.items()},
+                       "key_fragile": f.key_fragile}
             for f in s.families
         },
+        "fragile_families": [f.family for f in s.families if f.key_fragile],
     }

@@ -88,6 +88,7 @@ def record_of(data: dict, path: Path | str = "<transcript>") -> Record:
             outcome=outcome,
             key_measured=bool(data["key"]["measured"]),
             key=str(data["key"]["gpu"]),
+            key_fragile=bool(data["key"].get("fragile", False)),
         )
     except KeyError as exc:
         raise TranscriptError(

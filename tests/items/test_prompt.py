@@ -72,9 +72,9 @@ def test_source_prompt_of_every_family_is_clean(family, order):
     assert positions == sorted(positions)
 
 
-def test_every_renderable_prompt_is_clean(prompt_case):
+def test_every_renderable_prompt_is_clean(prompt_case, pytestconfig):
     """Source prompts of every family, and full/no-conflicts ones wherever a slip was captured."""
-    fam = load_family(ROOT / "families" / prompt_case.family)
+    fam = load_family(Path(pytestconfig.rootpath, pytestconfig.getoption("families_root")) / prompt_case.family)
     slip = None
     if prompt_case.condition != "source":
         slip = prompt_case.prompt.split("```text\n")[-1].split("```\n")[0]

@@ -1,9 +1,13 @@
-"""The measure pass on a GPU: per family, gate every candidate, time, rank, write the key, take the slip.
+"""The measure pass on a GPU: keys for every selected family, then the slips, then a repeat.
 
 Runs only under `pytest -m measure` on a machine with a CUDA device (skips
-with the reason otherwise). Each candidate's block samples are then replayed
-into pytest-benchmark, so its table and `--benchmark-json` carry the CUDA-event
-times of the block protocol, not host timings.
+with the reason otherwise). pytest runs these tests in the order they are
+defined, so every key (test_measure_family) is written before any slip is
+taken. Slips and repeats are numbered slots, not families: their order is
+decided only once the keys exist (slips by priority, repeats at random), so
+a slot test names its family in its properties and messages. Each
+candidate's block samples are replayed into pytest-benchmark, so its table
+and `--benchmark-json` carry the CUDA-event times of the block protocol.
 """
 from __future__ import annotations
 
@@ -24,8 +28,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     found = [d for d in metafunc.config.stash[CATALOG].found if state.wants(d.name)]
     if "measured" in metafunc.fixturenames:
         metafunc.parametrize("measured", found, ids=[d.name for d in found])
-    if "slipped" in metafunc.fixturenames:
-        metafunc.parametrize("slipped", found, ids=[d.name for d in found])
+    for slot in ("slip_slot", "repeat_slot"):
+        if slot in metafunc.fixturenames:
+            n = len(found)
+            metafunc.parametrize(slot, range(n), ids=[f"{i + 1:02d}-of-{n:02d}" for i in range(n)])
     if "measured_candidate" in metafunc.fixturenames:
         pairs = [(d, c.id if c else None) for d in found for c in (d.family.candidates if d.family else [None])]
         metafunc.parametrize("measured_candidate", pairs, ids=[f"{d.name}/{cid or 'malformed'}" for d, cid in pairs])
@@ -37,12 +43,20 @@ def _family(d):
     return d.family
 
 
+def _families(request) -> list:
+    """Every selected, well-formed family, in catalog order (what the slots are drawn from)."""
+    state = request.config.stash[MEASURE]
+    return [d.family for d in request.config.stash[CATALOG].found if state.wants(d.name) and d.family is not None]
+
+
 def test_measure_family(measured, measure_session, record_property):
     fam = _family(measured)
     out = measure_session.measure(fam)
     s = out.summary()
-    for k in ("winner", "runner_up", "ratio", "kept", "noisy", "reason", "slip", "key"):
+    for k in ("winner", "runner_up", "ratio", "kept", "noisy", "fragile", "reason", "slip", "key"):
         record_property(k, s[k])
+    if out.not_measured:
+        pytest.skip(f"{fam.name}: {out.not_measured}")
     problems = []
     if out.error:
         problems.append(f"the pass crashed at {out.error}")
@@ -63,7 +77,8 @@ def test_benchmark_candidate(measured_candidate, measure_session, request):
     fam = _family(d)
     out = measure_session.measure(fam)
     if out.record is None:
-        pytest.skip(f"{fam.name} has no measurement ({out.error}); test_measure_family[{fam.name}] fails with it")
+        pytest.skip(f"{fam.name}: {out.not_measured}" if out.not_measured else
+                    f"{fam.name} has no measurement ({out.error}); test_measure_family[{fam.name}] fails with it")
     entry = out.record["candidates"][cid]
     if not entry["samples_ms"]:
         pytest.skip(f"{fam.name}/{cid} was not timed: {entry.get('not_timed', 'every sample was skipped as throttled')}")
@@ -84,17 +99,35 @@ def test_benchmark_candidate(measured_candidate, measure_session, request):
         assert benchmark.stats.stats.data == pytest.approx([s / 1e3 for s in entry["samples_ms"]])
 
 
-def test_slip_family(slipped, measure_session, record_property):
-    """The slips come after every family's key (this test is defined last), so a slow ncu never costs a key."""
-    fam = _family(slipped)
-    out = measure_session.slip(fam)
+def test_slip_family(slip_slot, measure_session, record_property, request):
+    """The slips come after every family's key (this test is defined after them), in priority order."""
+    fams = _families(request)
+    if slip_slot >= len(fams):
+        pytest.skip("a malformed family holds this slot: it has no slip")
+    out = measure_session.slip_slot(slip_slot, fams)
+    record_property("family", out.family)
     record_property("slip", out.slip.get("status"))
     record_property("slip_reason", out.slip.get("reason", ""))
-    if out.record is None:
-        pytest.skip(f"{fam.name} has no measurement ({out.error}); test_measure_family[{fam.name}] fails with it")
+    if out.error:
+        pytest.skip(f"{out.family} has no measurement ({out.error}); test_measure_family[{out.family}] fails with it")
     status = out.slip.get("status")
     if status == "failed":
-        pytest.fail(f"{fam.name} slip: {out.slip.get('reason')}", pytrace=False)
+        pytest.fail(f"{out.family} slip: {out.slip.get('reason')}", pytrace=False)
     if status == "skipped":
-        pytest.skip(f"{fam.name} slip skipped: {out.slip.get('reason')}")
+        pytest.skip(f"{out.family} slip skipped: {out.slip.get('reason')}")
     assert status == "captured" and any(f.endswith(".csv") for f in out.slip["files"]), out.slip
+
+
+def test_repeat_family(repeat_slot, measure_session, record_property, request):
+    """After the slips, while time remains: the timing again in a new order, written beside the key."""
+    fams = _families(request)
+    if repeat_slot >= len(fams):
+        pytest.skip("a malformed family holds this slot: it has no key to repeat")
+    res = measure_session.repeat_slot(repeat_slot, fams)
+    for k in ("family", "status", "reason", "first_winner", "winner", "differs"):
+        record_property(k, res.get(k))
+    if res["status"] == "failed":
+        pytest.fail(f"{res['family']} repeat: {res['reason']}", pytrace=False)
+    if res["status"] == "skipped":
+        pytest.skip(f"{res['family']} repeat skipped: {res['reason']}")
+    assert res["status"] == "measured" and res.get("key"), res

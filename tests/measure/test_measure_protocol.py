@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
@@ -398,7 +397,9 @@ def test_provenance_degrades_field_by_field():
     assert "cudaErrorNoDevice" in gpu["sm_count"]
     assert gpu["slug"] == "unknown-gpu"
     run = _fake_git({"rev-parse": (128, ""), "status": (128, "")})
-    prov = software_record(BrokenProbe(), Path("."), "pytest -m measure", "unavailable: ncu not found", run=run)
+    prov = software_record(BrokenProbe(), Path("."), "pytest -m measure", "unavailable: ncu not found", run=run,
+                           allow_unknown_commit=True, env={})
+    assert prov["overrides"] and "--measure-allow-unknown-commit" in prov["overrides"][0]
     for key in ("git_commit", "git_dirty", "driver", "cuda_driver_api", "cuda_runtime", "cupy", "nvrtc", "ncu"):
         assert is_unavailable(prov[key]), (key, prov[key])
     assert "pynvml" in prov["driver"] and "libcuda" in prov["cuda_runtime"] and "exited 128" in prov["git_commit"]
@@ -478,7 +479,9 @@ def test_measure_flow_writes_a_key_that_load_key_reads(tmp_path, scale_fixture):
     summary = json.loads((tmp_path / "reports" / "measure" / "fake-test-gpu" / "scale_fixture.json").read_text())
     assert summary["winner"] == "r_one" and summary["kept"] is True
     rows = summary_rows([summary])
-    assert rows == [["scale_fixture", "r_one", "1.300", "yes", "0.000"]]
+    assert rows == [["scale_fixture", "classic", "r_one", "1.300", "1.300-1.300", "yes", "yes", "0.000", "skipped"]]
+    assert rec["ranking"]["fragile"] is False and rec["ranking"]["confidence"]["block_ratios"] == pytest.approx([1.3] * 5)
+    assert rec["set"] == "classic" and not key.fragile
 
 
 def test_second_run_writes_beside_unless_replace(tmp_path, scale_fixture):
@@ -509,7 +512,7 @@ def test_a_crash_in_one_step_is_recorded_not_raised(tmp_path, scale_fixture):
     s.timer_factory = lambda *a: (_ for _ in ()).throw(MemoryError("out of device memory (fake)"))
     out = s.measure(scale_fixture)
     assert out.error.startswith("timing: MemoryError") and out.key_path is None
-    assert summary_rows([out.summary()])[0][3] == "error"
+    assert summary_rows([out.summary()])[0][6] == "error"
 
 
 def test_timing_buffers_poison_outputs(scale_fixture):
@@ -554,6 +557,7 @@ class _FakeMem:
         self.arr = arr
 
     def memset_async(self, value, size, stream=None):
+        _FakeCupy.calls.append(("memset", self.arr.nbytes))
         self.arr.reshape(-1).view(np.uint8)[:size] = value
 
     def copy_from_device_async(self, src, size, stream=None):
@@ -573,6 +577,7 @@ class _FakeEvent:
 
     def record(self, stream=None):
         self.t = _FakeCupy.clock_ms
+        _FakeCupy.calls.append("event")
 
     @property
     def done(self):
@@ -583,12 +588,22 @@ class _FakeEvent:
 
 
 class _FakeKernel:
-    """Emulates only scale_fixture's kernels (out = a * x over i < n, or i < n - 1 for the wrong one)."""
+    """Emulates only scale_fixture's kernels (out = a * x over i < n, or i < n - 1 for the wrong one),
+    the timer's L2 flush (it only reads) and the preflight's one-line kernel (p[0] = 42)."""
 
     def __init__(self, code, name, cooperative):
         self.code, self.name, self.cooperative = code, name, cooperative
 
     def __call__(self, grid, block, args, shared_mem=0):
+        if self.name == "sparktrace_l2_flush_read":
+            flush, n, sink = args
+            assert type(n) is np.uint64 and int(n) * 16 == flush.nbytes, "the flush reads the whole buffer as uint4"
+            _FakeCupy.calls.append("flush-read")
+            return
+        if self.name == "sparktrace_preflight":
+            args[0][0] = 42
+            _FakeCupy.calls.append(self.name)
+            return
         x, out, n, a = args
         assert isinstance(x, _FakeArray) and isinstance(out, _FakeArray)
         assert type(n) is np.int64 and type(a) is np.float32, "scalars must carry the kernel's C types"
@@ -618,6 +633,9 @@ class _FakeCupy:
 
     __version__ = "0.0.0-fake"
     uint8 = np.uint8
+    uint32 = np.uint32
+    int32 = np.int32
+    limits: dict = {}
     clock_ms = 0.0
     calls: list = []
     compiled: list = []
@@ -635,6 +653,10 @@ class _FakeCupy:
     @staticmethod
     def empty(n, dtype):
         return np.empty(n, dtype=dtype).view(_FakeArray)
+
+    @staticmethod
+    def zeros(n, dtype):
+        return np.zeros(n, dtype=dtype).view(_FakeArray)
 
     class _Pool:
         def free_all_blocks(self):
@@ -680,6 +702,14 @@ class _FakeCupy:
                 return 13000
 
             @staticmethod
+            def deviceGetLimit(limit):
+                return _FakeCupy.limits.get(limit, 12345)
+
+            @staticmethod
+            def deviceSetLimit(limit, value):
+                _FakeCupy.limits[limit] = value
+
+            @staticmethod
             def deviceSynchronize():
                 if _FakeCupy.sticky_error:
                     raise RuntimeError(f"cudaErrorIllegalAddress: {_FakeCupy.sticky_error} (fake sticky error)")
@@ -700,7 +730,7 @@ def fake_cupy(monkeypatch):
     monkeypatch.setattr(timing, "MIN_FLUSH_BYTES", 1 << 16)
     monkeypatch.setattr(timing, "COPY_BYTES", 1 << 16)
     monkeypatch.setattr(timing, "open_nvml", lambda i=0: (None, "unavailable: fake (test fixture)"))
-    _FakeCupy.calls, _FakeCupy.compiled, _FakeCupy.clock_ms, _FakeCupy.sticky_error = [], [], 0.0, ""
+    _FakeCupy.calls, _FakeCupy.compiled, _FakeCupy.clock_ms, _FakeCupy.sticky_error, _FakeCupy.limits = [], [], 0.0, "", {}
     return _FakeCupy
 
 
@@ -719,6 +749,7 @@ def test_gpu_code_paths_on_a_fake_cupy(fake_cupy, tmp_path, scale_fixture, monke
     assert not verdicts["w_tail"].passed and "NaN" in verdicts["w_tail"].reason
     assert all(opts[: len(NVRTC_OPTIONS)] == NVRTC_OPTIONS for _, opts in fake_cupy.compiled)
     assert len(fake_cupy.compiled) == len({c.source for c in scale_fixture.all_candidates}), "each source compiles once"
+    fake_cupy.calls.clear()
 
     monkeypatch.setattr("plugins.measure.capture.find_ncu", lambda: __import__("plugins.measure.capture", fromlist=["x"]).NcuLocation(None, "ncu not found (fake)"))
     cfg = MeasureConfig(out_root=tmp_path, repo=Path("."), families_root=FIXTURES, command="pytest -m measure (fake cupy)")
@@ -731,8 +762,17 @@ def test_gpu_code_paths_on_a_fake_cupy(fake_cupy, tmp_path, scale_fixture, monke
     rec = out.record
     assert json.loads(out.key_path.read_text())["slip"] == out.slip, "the key records the slip's outcome"
     assert rec["gpu"]["slug"] == "fake-gpu-test-fixture" and rec["provenance"]["cupy"] == "0.0.0-fake"
-    assert rec["provenance"]["compile_options"][: len(NVRTC_OPTIONS)] == list(NVRTC_OPTIONS)
-    assert rec["provenance"]["compile_options"][-1].startswith("unavailable: could not read cupy.cuda.compiler")
+    assert rec["provenance"]["compile_options"] == list(ex.options)
+    full = rec["provenance"]["compile_options_full"]
+    assert full["ours"] == list(ex.options) and full["assembled_by"].startswith("unavailable: CuPy's option assembly")
+    assert full["cupy_added"][0].startswith("unavailable: could not read cupy.cuda.compiler")
+    flush = [c for c in fake_cupy.calls if c == "flush-read"]
+    assert flush and all(c != ("memset", rec["protocol"]["flush_bytes"]) for c in fake_cupy.calls[fake_cupy.calls.index("flush-read") + 1:]), \
+        "the flush buffer is written once, at set-up, before its first read; never again"
+    assert fake_cupy.calls.count(("memset", rec["protocol"]["flush_bytes"])) == 1
+    assert rec["protocol"]["flush_method"].startswith("zero_before memsets first, then a read-only kernel")
+    assert "cudaLimitPersistingL2CacheSize was 12345 B, set to 0" in rec["protocol"]["persisting_l2"]
+    assert fake_cupy.limits == {0x06: 0}
     assert rec["protocol"]["throttle_detection"].startswith("unavailable")
     for cid in ("start", "r_one", "r_two", "r_three", "r_four"):
         c = rec["candidates"][cid]
@@ -751,24 +791,35 @@ def test_gpu_code_paths_on_a_fake_cupy(fake_cupy, tmp_path, scale_fixture, monke
 def test_state_from_options(tmp_path):
     import argparse
 
-    from plugins.measure.session import positive_int, state_from_options
+    from plugins.measure.session import budget_seconds, positive_int, state_from_options
 
     opts = {"measure_out": None, "measure_families": "a, b", "families_root": "families", "measure_replace": False,
-            "measure_blocks": 5, "no_ncu": True, "markexpr": "measure", "measure_budget_s": None}
+            "measure_blocks": 5, "no_ncu": True, "markexpr": "measure", "measure_budget_s": None,
+            "measure_slips_only": False, "measure_previous": None, "measure_repeat": True, "measure_ncu_unusable": "",
+            "measure_ncu_metrics": "all", "measure_allow_unknown_commit": False}
     st = state_from_options(tmp_path, opts.__getitem__, ["/venv/lib/pytest/__main__.py", "-m", "measure", "--no-ncu"], False)
     assert st.config.out_root == tmp_path and st.config.families_root == (tmp_path / "families").resolve()
     assert st.config.command.startswith("python3 -m pytest -m measure --no-ncu")
-    assert st.families == ("a", "b") and st.config.ncu is False and st.selected
+    assert st.families == ("a", "b") and st.config.ncu is False and st.selected and st.config.repeat
+    assert st.config.also_check == (), "writing into the repository itself: nothing else to check"
     opts["measure_out"] = str(tmp_path / "out")
-    assert state_from_options(tmp_path, opts.__getitem__, ["pytest"], False).config.out_root == tmp_path / "out"
+    elsewhere = state_from_options(tmp_path, opts.__getitem__, ["pytest"], False).config
+    assert elsewhere.out_root == tmp_path / "out" and elsewhere.also_check == (tmp_path.resolve(),), \
+        "a pass writing elsewhere must not overwrite what the repository holds"
     assert st.config.deadline is None
     opts["measure_budget_s"] = 240.0
-    st = state_from_options(tmp_path, opts.__getitem__, ["pytest"], False)
-    assert 0 < st.config.deadline - time.monotonic() <= 240.0
-    assert positive_int("3") == 3
+    st = state_from_options(tmp_path, opts.__getitem__, ["pytest"], False, now=lambda: 1000.0)
+    assert st.config.deadline == 1240.0
+    opts["measure_budget_s"] = 0.0  # defect 5: 0 was read as "no limit"
+    st = state_from_options(tmp_path, opts.__getitem__, ["pytest"], False, now=lambda: 1000.0)
+    assert st.config.deadline == 1000.0, "a budget of 0 is a deadline of now: no slip, no repeat"
+    assert positive_int("3") == 3 and budget_seconds("0") == 0.0 and budget_seconds("12.5") == 12.5
     for bad in ("0", "-1", "x"):
         with pytest.raises(argparse.ArgumentTypeError):
             positive_int(bad)
+    for bad in ("-1", "x", "inf", "nan"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            budget_seconds(bad)
 
 
 def test_cupy_added_options_are_read_from_its_compiler_source(tmp_path):
@@ -817,7 +868,7 @@ def test_a_lost_cuda_context_stops_the_pass_and_names_the_culprit(fake_cupy, tmp
     out = session.measure(scale_fixture)
     assert out.error.startswith("context: ") and "scale_fixture/w_tail" in out.error and "w_tail wrote out of bounds" in out.error
     assert out.key_path is None and not (tmp_path / "families").exists(), "no key from a dead context"
-    assert summary_rows([out.summary()])[0][3] == "error"
+    assert summary_rows([out.summary()])[0][6] == "error"
     later = session.measure(_renamed(scale_fixture, "other_family"))
     assert later.error.startswith("context: not measured") and "rerun" in later.error
     assert session.slip(scale_fixture).slip["status"] == "skipped", "no key, so no slip for the culprit"
@@ -843,10 +894,11 @@ def test_slips_come_after_keys_and_respect_the_budget(tmp_path, scale_fixture):
     clock = _Clock()
     taken = []
 
-    def capture(fam, gpu, seconds_left=None):
+    def capture(fam, gpu, budget=None, name=None):
         from plugins.measure.capture import SlipResult
 
-        taken.append((fam.name, seconds_left))
+        taken.append((fam.name, budget.left()))
+        clock.now += 12.0  # this FAKE slip "takes" 12 s of the fake clock
         return SlipResult("captured", "", [str(tmp_path / "slips" / gpu / f"{fam.name}.csv")])
 
     cfg = MeasureConfig(out_root=tmp_path, repo=Path("."), families_root=FIXTURES, command="t", deadline=clock.now + 100.0)
@@ -858,15 +910,17 @@ def test_slips_come_after_keys_and_respect_the_budget(tmp_path, scale_fixture):
     clock.now += 30.0
     out = s.slip(scale_fixture)
     assert taken == [("scale_fixture", 70.0)] and out.slip["status"] == "captured"
+    assert s.slip_budget.durations == [12.0], "the slip's duration is what later slips are planned with"
     assert json.loads(out.key_path.read_text())["slip"]["status"] == "captured"
     assert json.loads((tmp_path / "reports" / "measure" / "fake-test-gpu" / "scale_fixture.json").read_text())["slip"] == "captured"
     assert s.slip(scale_fixture) is out and len(taken) == 1, "one slip per family"
 
     other = _renamed(scale_fixture, "late_family")
     s.measure(other)
-    clock.now += 60.0  # 10 s left: under MIN_SLIP_SECONDS
+    clock.now += 41.0  # 17 s left: under 1.5 x the 12 s slip seen
     late = s.slip(other)
-    assert late.slip["status"] == "skipped" and late.slip["reason"].startswith("time budget") and "late_family" in late.slip["reason"]
+    assert late.slip["status"] == "skipped" and late.slip["reason"].startswith("time budget: 17 s left")
+    assert "1.5 x 12.0 s" in late.slip["reason"] and "--slips-only" in late.slip["reason"] and "late_family" in late.slip["reason"]
     assert len(taken) == 1
 
 
@@ -883,12 +937,14 @@ def test_run_blocks_spins_the_gpu_up_before_the_estimates():
 
 
 def test_provenance_without_git_takes_the_given_commit_and_hashes_the_sources(tmp_path):
-    from plugins.measure.provenance import git_state, is_unavailable, source_digest
+    from plugins.measure.provenance import ProvenanceRefused, git_state, is_unavailable, source_digest
 
     run = _fake_git({"rev-parse": (128, ""), "status": (128, "")})
     st = git_state(tmp_path, run, env={"SPARKTRACE_GIT_COMMIT": "0123abc"})
     assert st["git_commit"] == "0123abc" and is_unavailable(st["git_dirty"]) and "SPARKTRACE_GIT_COMMIT" in st["git_commit_source"]
-    assert is_unavailable(git_state(tmp_path, run, env={})["git_commit"])
+    with pytest.raises(ProvenanceRefused, match="SPARKTRACE_GIT_COMMIT"):
+        git_state(tmp_path, run, env={})
+    assert is_unavailable(git_state(tmp_path, run, env={}, allow_unknown_commit=True)["git_commit"])
     (tmp_path / "families" / "f").mkdir(parents=True)
     (tmp_path / "families" / "f" / "kernel.cu").write_text("// one\n")
     a = source_digest(tmp_path)
@@ -918,7 +974,7 @@ def test_slips_are_still_taken_for_families_keyed_before_the_context_died(tmp_pa
     state = {"dead": ""}
     taken = []
 
-    def capture(fam, gpu, seconds_left=None):
+    def capture(fam, gpu, budget=None, name=None):
         taken.append(fam.name)
         return SlipResult("captured", "", [])
 
@@ -955,3 +1011,309 @@ def test_throttled_samples_carry_nvmls_reasons_and_old_nvml_degrades():
     assert NvmlClock("h", new, 1980.0).event_reasons() == "NVML clock event reasons 0x4"
     assert NvmlClock("h", old, 1980.0).event_reasons() == "NVML clock event reasons 0x20"
     assert NvmlClock("h", SimpleNamespace(), 1980.0).event_reasons() == ""
+
+
+# --------------------------------------------------------------------------- defect 2: the L2 flush leaves clean lines
+
+
+def test_the_timer_zeroes_then_flushes_by_reading_outside_the_events(fake_cupy, scale_fixture):
+    import dataclasses
+
+    from plugins.measure.device import CupyExecutor
+    from plugins.measure.timing import FLUSH_METHOD, CudaEventTimer
+
+    ex = CupyExecutor()
+    cand = dataclasses.replace(scale_fixture.rewrites[0], zero_before=("out",))
+    shape = scale_fixture.shapes("timing")[0]
+    timer = CudaEventTimer(ex, scale_fixture, shape, timing_buffers(scale_fixture, shape, 1), [cand])
+    setup = list(fake_cupy.calls)
+    flush_set = ("memset", timer.flush_bytes)
+    assert setup.count(flush_set) == 1 and setup.index(flush_set) < setup.index("flush-read"), \
+        "the flush buffer is written once at set-up and read at once, so its own dirty lines leave then"
+    assert timer.flush_bytes >= 2 * ex.l2_bytes and timer.flush_method == FLUSH_METHOD
+    fake_cupy.calls.clear()
+    timer.time_launches(cand.id, 3)
+    out_bytes = timer.dev["out"].nbytes
+    assert fake_cupy.calls == [("memset", out_bytes), "flush-read", "event", "k0", "event"] * 3, \
+        "per launch: zero, then the read-only flush, then the event pair around the plan alone"
+    assert flush_set not in fake_cupy.calls, "never a memset of the flush buffer between timed launches"
+
+
+def _flush_ptx() -> str:
+    from cuda.bindings import nvrtc
+
+    from plugins.measure.timing import FLUSH_SOURCE
+
+    err, prog = nvrtc.nvrtcCreateProgram(FLUSH_SOURCE.encode(), b"flush.cu", 0, [], [])
+    try:
+        opts = [b"--std=c++17", b"-arch=compute_90"]
+        (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        assert res == nvrtc.nvrtcResult.NVRTC_SUCCESS
+        _, n = nvrtc.nvrtcGetPTXSize(prog)
+        buf = b" " * n
+        nvrtc.nvrtcGetPTX(prog, buf)
+        return buf.decode(errors="replace")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def test_the_flush_kernel_compiles_and_only_reads(tmp_path):
+    """The flush writes nothing while it reads: its loads are 128-bit global reads, and its one
+    store sits behind a condition the all-zero buffer never meets. PTX here (NVRTC); SASS too
+    where cuobjdump is installed."""
+    import re
+    import shutil
+
+    from plugins.family.compile import compile_source
+    from plugins.measure.timing import FLUSH_KERNEL, FLUSH_SOURCE
+
+    for arch in ("sm_90", "sm_100"):
+        res = compile_source(FLUSH_SOURCE, arch)
+        assert res.ok, res.log
+        assert [r.kernel for r in res.resources] == [FLUSH_KERNEL] and res.resources[0].spill_store_bytes == 0
+    mem = [ln.split()[0] for ln in _flush_ptx().splitlines() if re.search(r"\b(ld|st)\.global", ln)]
+    assert mem == ["ld.global.nc.v4.u32", "st.global.u32"], mem
+
+
+def test_the_flush_kernels_sass_reads_128_bits_and_has_one_store(tmp_path):
+    import re
+    import shutil
+
+    from plugins.measure.timing import FLUSH_SOURCE
+
+    cuobjdump = shutil.which("cuobjdump") or next((c for c in ("/usr/local/cuda/bin/cuobjdump",) if Path(c).is_file()), None)
+    nvcc = shutil.which("nvcc") or next((c for c in ("/usr/local/cuda/bin/nvcc",) if Path(c).is_file()), None)
+    if not (nvcc and cuobjdump):
+        pytest.skip("no cuobjdump here (the PTX check above still runs): the SASS check needs the CUDA toolkit's cuobjdump")
+    src = tmp_path / "flush.cu"
+    src.write_text(FLUSH_SOURCE)
+    subprocess.run([nvcc, "-cubin", "-arch=sm_90", "-o", str(tmp_path / "flush.cubin"), str(src)], check=True, timeout=120)
+    sass = subprocess.run([cuobjdump, "-sass", str(tmp_path / "flush.cubin")], check=True, capture_output=True, text=True, timeout=60).stdout
+    assert re.findall(r"\bLDG\.E\.(?:[A-Z]+\.)*128\b", sass), sass
+    assert len(re.findall(r"\bSTG\.E", sass)) == 1, sass
+
+
+# --------------------------------------------------------------------------- clocks and throttle reasons per block
+
+
+def test_block_clocks_are_read_at_each_blocks_start_and_end_and_flagged():
+    from plugins.measure.timing import ClockState
+
+    class ClockTimer(FakeTimer):
+        """A FAKE timer (test fixture) with fed clock readings: block 2 starts throttled, block 3 runs slow."""
+
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            self.readings = iter([ClockState(1980.0, 0x0), ClockState(1980.0, 0x1), ClockState(1980.0, 0x0), ClockState(1975.0, 0x0),
+                                  ClockState(1960.0, 0x20), ClockState(1950.0, 0x0), ClockState(1700.0, 0x0), ClockState(1710.0, 0x0),
+                                  ClockState(1980.0, 0x0), ClockState(1980.0, 0x0)])
+
+        def clock_state(self):
+            return next(self.readings)
+
+    br = run_blocks(ClockTimer({"a": 1.0, "b": 2.0}), ["a", "b"], seed=1, blocks=5)
+    rec = br.protocol_record()
+    assert [c["block"] for c in rec["block_clocks"]] == [0, 1, 2, 3, 4]
+    assert rec["block_clocks"][2]["start"] == {"sm_clock_mhz": 1960.0, "reasons": "0x20", "throttle_reasons": ["SwThermalSlowdown"], "note": ""}
+    assert rec["block_clocks"][0]["end"]["throttle_reasons"] == [], "GpuIdle (0x1) between blocks is not a throttle"
+    flags = rec["clock_flags"]
+    assert [(f["block"], f["kind"]) for f in flags] == [(2, "throttled"), (3, "clock-outlier")]
+    assert "-13.8% from the median 1978 MHz" in flags[1]["detail"]  # blocks: 1980, 1977.5, 1955, 1705, 1980
+    plain = run_blocks(FakeTimer({"a": 1.0}), ["a"], seed=1, blocks=2).protocol_record()
+    assert plain["block_clocks"] == [{"block": 0, "start": None, "end": None, "sm_clock_mhz": None},
+                                     {"block": 1, "start": None, "end": None, "sm_clock_mhz": None}] and plain["clock_flags"] == []
+
+
+def test_nvml_state_reads_clock_and_reasons():
+    from types import SimpleNamespace
+
+    from plugins.measure.timing import NvmlClock
+
+    nvml = SimpleNamespace(NVML_CLOCK_SM=0, nvmlDeviceGetClockInfo=lambda h, c: 1980,  # a FAKE nvidia-ml-py (test fixture)
+                           nvmlDeviceGetCurrentClocksEventReasons=lambda h: 0x24)
+    st = NvmlClock("h", nvml, 1980.0).state()
+    assert st.sm_clock_mhz == 1980.0 and st.reasons == 0x24 and st.throttled == ["SwPowerCap", "SwThermalSlowdown"]
+    old = SimpleNamespace(NVML_CLOCK_SM=0, nvmlDeviceGetClockInfo=lambda h, c: 1500)
+    st = NvmlClock("h", old, 1980.0).state()
+    assert st.reasons is None and "no clock-event reasons call" in st.note
+
+
+# --------------------------------------------------------------------------- slip priority, the repeat, slips-only
+
+
+class FeedTimers:
+    """FAKE timer factory (test fixture): per family, the times of each pass (first, repeat)."""
+
+    def __init__(self, feeds):
+        self.feeds = feeds
+        self.passes: dict[str, int] = {}
+
+    def __call__(self, fam, shape, host, cands):
+        n = self.passes.get(fam.name, 0)
+        self.passes[fam.name] = n + 1
+        feed = self.feeds[fam.name]
+        if feed == "crash":
+            raise MemoryError("out of device memory (fake)")
+        times = feed[min(n, len(feed) - 1)]
+        return FakeTimer({c.id: times[c.id] for c in cands})
+
+
+def _times(r_two: float, r_one: float = 1.0) -> dict:
+    return {"start": 5.0, "r_one": r_one, "r_two": r_two, "r_three": 2.0, "r_four": 2.2}
+
+
+def _pass_session(tmp_path, feeds, families_cfg=None, **cfg):
+    seeds = itertools.count(1)
+    config = MeasureConfig(out_root=tmp_path / "out", repo=tmp_path / "repo", families_root=FIXTURES, command="t", **cfg)
+    taken = []
+
+    def capture(fam, gpu, budget=None, name=None):
+        from plugins.measure.capture import SlipResult
+
+        taken.append((fam.name, name))
+        return SlipResult("captured", "", [str(tmp_path / "out" / "slips" / gpu / f"{name or fam.name}.csv")])
+
+    s = MeasureSession(config, FakeExecutor(), FeedTimers(feeds), gpu={"slug": "fake-test-gpu"}, provenance={},
+                       capture=capture, seeds=lambda n: (1, 2, 3), new_seed=lambda: next(seeds))
+    return s, taken
+
+
+def test_slips_follow_priority_kept_first_then_near_the_gate_then_the_rest(tmp_path, scale_fixture):
+    import dataclasses
+
+    fams = [_renamed(scale_fixture, n) for n in ("a_broken", "b_dropped", "c_near_gate", "d_kept_hard", "e_kept")]
+    fams[3] = dataclasses.replace(fams[3], set="hard")
+    feeds = {"a_broken": "crash", "b_dropped": [_times(1.01)], "c_near_gate": [_times(1.07)],
+             "d_kept_hard": [_times(1.3)], "e_kept": [_times(1.5)]}
+    s, taken = _pass_session(tmp_path, feeds)
+    for f in fams:
+        s.measure(f)
+    # near_gate: 1.07 is 0.93% under 1.08: the constant fake times have no spread, so it is not noisy; give it some
+    s.outcomes["c_near_gate"].ranking = dataclasses.replace(
+        s.outcomes["c_near_gate"].ranking, ranking=dataclasses.replace(s.outcomes["c_near_gate"].ranking.ranking, noisy=True))
+    assert s.slip_order(fams) == ["e_kept", "d_kept_hard", "c_near_gate", "b_dropped", "a_broken"]
+    for i in range(len(fams)):
+        s.slip_slot(i, fams)
+    assert [n for n, _ in taken] == ["e_kept", "d_kept_hard", "c_near_gate", "b_dropped"], "no slip for a family with no key"
+    assert s.outcomes["a_broken"].slip == {"status": "skipped", "reason": "no key: the pass failed at timing"}
+
+
+def test_the_repeat_times_again_in_a_new_order_and_says_which_winners_differ(tmp_path, scale_fixture):
+    fams = [_renamed(scale_fixture, n) for n in ("f_same", "f_flips", "f_more")]
+    feeds = {"f_same": [_times(1.3)], "f_flips": [_times(1.2), _times(r_two=0.9)], "f_more": [_times(1.5)]}
+    s, _ = _pass_session(tmp_path, feeds, repeat=True)
+    for f in fams:
+        s.measure(f)
+    order = s.repeat_order(fams)
+    assert sorted(order) == sorted(f.name for f in fams)
+    import random
+
+    expect = [f.name for f in fams]
+    random.Random(s.repeat_seed).shuffle(expect)
+    assert order == expect, "a new random order, from the recorded seed"
+    res = {r["family"]: r for r in (s.repeat_slot(i, fams) for i in range(3))}
+    assert res["f_same"]["status"] == "measured" and not res["f_same"]["differs"]
+    assert res["f_flips"]["differs"] and res["f_flips"]["first_winner"] == "r_one" and res["f_flips"]["winner"] == "r_two"
+    rep = json.loads((tmp_path / "out" / "families" / "f_flips" / "measurements" / "fake-test-gpu.repeat.json").read_text())
+    assert rep["pass"] == "repeat" and rep["repeat_of"] == "families/f_flips/measurements/fake-test-gpu.json"
+    assert rep["ranking"]["winner"] == "r_two" and rep["repeat_seed"] == s.repeat_seed and rep["repeat_order"] == order
+    assert rep["protocol"]["block_seed"] != s.outcomes["f_flips"].record["protocol"]["block_seed"]
+    first = json.loads((tmp_path / "out" / "families" / "f_flips" / "measurements" / "fake-test-gpu.json").read_text())
+    assert first["ranking"]["winner"] == "r_one", "the repeat never overwrites the first pass"
+    summary = json.loads((tmp_path / "out" / "reports" / "measure" / "fake-test-gpu" / "repeat" / "f_flips.json").read_text())
+    assert summary["differs"] is True
+
+
+def test_the_repeat_only_when_asked_and_only_while_it_fits(tmp_path, scale_fixture):
+    fam = _renamed(scale_fixture, "f")
+    s, _ = _pass_session(tmp_path, {"f": [_times(1.3)]})
+    s.measure(fam)
+    assert s.repeat(fam)["reason"].startswith("no repeat was asked for")
+    clock = _Clock()
+    s, _ = _pass_session(tmp_path / "b", {"f": [_times(1.3)]}, repeat=True, deadline=clock.now)
+    s.clock = clock
+    s.repeat_budget.clock = clock
+    s.measure(fam)
+    res = s.repeat(fam)
+    assert res["status"] == "skipped" and res["reason"].startswith("time budget"), "a budget of 0 leaves no time for a repeat"
+
+
+def test_slips_only_takes_missing_slips_without_measuring_keys(tmp_path, scale_fixture):
+    fams = [_renamed(scale_fixture, n) for n in ("done_before", "missing", "in_repo", "in_repo_named")]
+    repo = tmp_path / "repo"
+    for n in ("in_repo", "in_repo_named"):
+        (repo / "slips" / "fake-test-gpu").mkdir(parents=True, exist_ok=True)
+        (repo / "slips" / "fake-test-gpu" / f"{n}.csv").write_text("a committed slip (fixture)\n")
+    prev = tmp_path / "prev" / "reports" / "measure" / "fake-test-gpu"
+    prev.mkdir(parents=True)
+    (prev / "done_before.json").write_text(json.dumps({"family": "done_before", "slip": "captured", "kept": True, "winner": "r_one"}))
+    (prev / "missing.json").write_text(json.dumps({"family": "missing", "slip": "skipped", "kept": True, "winner": "r_one"}))
+    s, taken = _pass_session(tmp_path, {n.name: [_times(1.3)] for n in fams}, slips_only=True, also_check=(repo,),
+                             previous=tmp_path / "prev", named=("in_repo_named",))
+    outs = [s.slip_slot(i, fams) for i in range(len(fams))]
+    by = {o.family: o for o in outs}
+    assert not (tmp_path / "out" / "families").exists(), "slips-only measures no key"
+    assert by["done_before"].slip["reason"].startswith("already captured by the earlier pass")
+    assert "already in" in by["in_repo"].slip["reason"] and "--measure-families" in by["in_repo"].slip["reason"]
+    assert [n for n, _ in taken] == ["missing", "in_repo_named"]
+    assert dict(taken)["in_repo_named"].startswith("in_repo_named.") and dict(taken)["missing"] is None, \
+        "a slip the repository has is taken again only when named, and then beside it"
+    assert all(o.not_measured.startswith("slips-only") for o in outs)
+
+
+def test_a_missing_commit_refuses_the_session_instead_of_skipping(fake_cupy, tmp_path, monkeypatch):
+    from plugins.measure.device import CupyExecutor
+    from plugins.measure.session import REFUSED
+
+    monkeypatch.delenv("SPARKTRACE_GIT_COMMIT", raising=False)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    monkeypatch.setattr("plugins.measure.capture.find_ncu", lambda: __import__("plugins.measure.capture", fromlist=["x"]).NcuLocation(None, "no ncu (fake)"))
+    cfg = MeasureConfig(out_root=tmp_path / "out", repo=tmp_path, families_root=FIXTURES, command="t")
+    st = MeasureState(cfg, None, "measure", False)
+    st._executor = CupyExecutor()
+    session, reason = st.session()
+    assert session is None and reason.startswith(REFUSED) and "SPARKTRACE_GIT_COMMIT" in reason
+    allowed = MeasureState(MeasureConfig(**{**vars(cfg), "allow_unknown_commit": True}), None, "measure", False)
+    allowed._executor = st._executor
+    session, reason = allowed.session()
+    assert session is not None and "--measure-allow-unknown-commit" in session.provenance["overrides"][0]
+
+
+def test_full_compile_options_include_the_paths_cupy_adds(tmp_path):
+    import importlib.util
+    from types import SimpleNamespace
+
+    from plugins.measure.device import full_compile_options
+
+    src = tmp_path / "compiler_like_14_2.py"  # a FAKE stand-in for cupy/cuda/compiler.py (test fixture)
+    src.write_text("def build(options, enable_cooperative_groups):\n    options += ('-ftz=true',)\n"
+                   "    options += ('--device-as-default-execution-space',)\n    return options\n"
+                   "def _get_arch_for_options_for_nvrtc(arch=None):\n    return '-arch=sm_90', 'cubin'\n_use_pch = False\n")
+    spec = importlib.util.spec_from_file_location("compiler_like_14_2", src)
+    comp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(comp)
+
+    def assemble(options):  # what CuPy 14.2's assemble_cupy_compiler_options does, with FAKE paths
+        cccl = ("-I/fake/cupy/_core/include/cupy/_cccl/cub", "-I/fake/cupy/_core/include/cupy/_cccl/thrust",
+                "-I/fake/cupy/_core/include/cupy/_cccl/libcudacxx")
+        return cccl + options + ("-I/fake/cupy/_core/include", "-I/fake/nvidia/cuda_runtime/include")
+
+    fake = SimpleNamespace(_core=SimpleNamespace(core=SimpleNamespace(assemble_cupy_compiler_options=assemble)),
+                           cuda=SimpleNamespace(compiler=comp))
+    rec = full_compile_options(fake, ("--std=c++17",))
+    assert rec["options"] == ["-I/fake/cupy/_core/include/cupy/_cccl/cub", "-I/fake/cupy/_core/include/cupy/_cccl/thrust",
+                              "-I/fake/cupy/_core/include/cupy/_cccl/libcudacxx", "--std=c++17", "-I/fake/cupy/_core/include",
+                              "-I/fake/nvidia/cuda_runtime/include", "-ftz=true", "-arch=sm_90", "--device-as-default-execution-space"]
+    assert rec["assembled_by"].startswith("cupy._core.core.assemble_cupy_compiler_options")
+
+
+def test_the_targets_hook_measures_every_gpu_until_families_declare_targets(scale_fixture):
+    from types import SimpleNamespace
+
+    from plugins.measure.session import target_mismatch
+
+    gpu = {"slug": "h200", "compute_capability": "9.0"}
+    assert target_mismatch(scale_fixture, gpu) == ""
+    assert target_mismatch(SimpleNamespace(name="f", targets=("sm_90",)), gpu) == ""
+    assert target_mismatch(SimpleNamespace(name="f", targets=("h200",)), gpu) == ""
+    assert "declares targets ['sm_121']" in target_mismatch(SimpleNamespace(name="f", targets=("sm_121",)), gpu)

@@ -93,6 +93,18 @@ def test_names_and_targets():
     assert set(HEURISTICS) == {f"heuristic:{n}" for n in RULES} and len(RULES) >= 6
 
 
+def test_a_family_on_other_targets_is_read_on_its_own(tmp_path):
+    import dataclasses
+
+    from plugins.family.manifest import load_family
+    from plugins.score.heuristics import family_arch
+
+    fam = load_family(shutil.copytree(SYNTH, tmp_path / "synth_scale"))
+    assert family_arch(fam, "sm_90") == "sm_90" and family_arch(fam, "sm_121") == "sm_121"
+    hopper = dataclasses.replace(fam, targets=("sm_90a",))
+    assert family_arch(hopper, "sm_90") == "sm_90a" and family_arch(hopper, "sm_121") == "sm_90a"
+
+
 def test_baseline_answers_from_the_family_and_says_why(tmp_path):
     root = tmp_path / "families"
     shutil.copytree(SYNTH, root / "synth_scale")

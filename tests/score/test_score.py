@@ -1,7 +1,8 @@
 """Score arithmetic against hand-computed values (no model, no files)."""
 import pytest
 
-from plugins.score.tally import Record, cell, mcnemar_exact, outcome_of, paired_full_vs_source, score_by_pass, score_pass, wilson
+from plugins.score.tally import (Record, cell, mcnemar_exact, newcombe_paired, outcome_of, paired_conditions,
+                                 paired_full_vs_source, score_by_pass, score_pass, wilson)
 
 
 def rec(family, condition, order, outcome, *, expected="A", chosen=None, strict=None, pass_index=1, measured=True):
@@ -81,6 +82,41 @@ def test_paired_counts_discordant_pairs_by_family_and_order():
     p = paired_full_vs_source(rs)
     assert (p.pairs, p.b, p.c) == (4, 1, 2)
     assert p.p == pytest.approx(mcnemar_exact(1, 2))
+
+
+def test_paired_conditions_keeps_the_concordant_pairs_and_orders_the_difference():
+    rs = [
+        rec("f", "full", "forward", "correct"), rec("f", "no-conflicts", "forward", "wrong"),  # b: only full
+        rec("f", "full", "mirror", "correct"), rec("f", "no-conflicts", "mirror", "correct"),  # both
+        rec("g", "full", "forward", "wrong"), rec("g", "no-conflicts", "forward", "no-letter"),  # neither
+        rec("g", "full", "mirror", "wrong"), rec("g", "no-conflicts", "mirror", "correct"),  # c: only no-conflicts
+        rec("h", "full", "forward", "wrong"), rec("h", "no-conflicts", "forward", "correct"),  # c
+        rec("h", "source", "mirror", "correct"),  # another condition: ignored
+    ]
+    p = paired_conditions(rs, "full", "no-conflicts")
+    assert (p.pairs, p.b, p.c, p.both, p.neither) == (5, 1, 2, 1, 1)
+    assert p.difference == pytest.approx((2 - 1) / 5)
+    assert p.interval == newcombe_paired(1, 2, 1, 1)
+    assert p.interval.low < p.difference < p.interval.high
+    assert paired_conditions([], "full", "no-conflicts").interval is None
+
+
+def test_newcombe_paired_matches_a_published_example():
+    # Fagerland, Lydersen & Laake, Statistical Analysis of Contingency Tables (2017), ch. 8: the
+    # Cavo et al. (2012) table [[59, 6], [16, 80]]; "Newcombe square-and-add: estimate -0.0621
+    # (95% CI -0.1186 to -0.0046)" for row margin minus column margin. Here the row condition is
+    # the "second": both=59, only_second=6, only_first=16, neither=80.
+    iv = newcombe_paired(59, 6, 16, 80)
+    assert (round(iv.low, 4), round(iv.high, 4)) == (-0.1186, -0.0046)
+    # swapping the conditions mirrors the interval
+    sw = newcombe_paired(59, 16, 6, 80)
+    assert (sw.low, sw.high) == pytest.approx((-iv.high, -iv.low))
+    # all pairs discordant one way: the interval stays inside [-1, 1] and excludes 0
+    one_way = newcombe_paired(0, 6, 0, 0)
+    assert 0 < one_way.low < one_way.high == 1.0
+    assert newcombe_paired(0, 0, 0, 0) is None
+    with pytest.raises(ValueError, match=">= 0"):
+        newcombe_paired(1, -1, 0, 0)
 
 
 def test_score_pass_full_table():

@@ -35,7 +35,43 @@ struct thread_block {
     dim3 dim_threads() const { return blockDim; }
 };
 
+// The thread-block cluster (a cluster of one without __cluster_dims__). Its blocks run
+// concurrently; sync() is a barrier over every thread of every block of the cluster;
+// map_shared_rank gives the same variable in another block's shared memory.
+struct cluster_group {
+    using arrival_token = struct {};  // as in CUDA: barrier_wait waits for this thread's last arrival
+    static void sync() { emu_cluster_wait(emu_cluster_arrive("cluster.sync()"), "cluster.sync()"); }
+    static arrival_token barrier_arrive() {
+        emu_cur->ctoken = emu_cluster_arrive("cluster.barrier_arrive()");
+        return arrival_token();
+    }
+    static void barrier_wait() { emu_cluster_wait(emu_cur->ctoken, "cluster.barrier_wait()"); }
+    static void barrier_wait(arrival_token&&) { barrier_wait(); }
+    static unsigned int block_rank() { return emu_cur->blk->crank; }
+    static unsigned int num_blocks() { return emu_cur->blk->cl->n; }
+    static dim3 dim_blocks() { return emu_cluster_dim; }
+    static dim3 block_index() {
+        return dim3(blockIdx.x % emu_cluster_dim.x, blockIdx.y % emu_cluster_dim.y, blockIdx.z % emu_cluster_dim.z);
+    }
+    static dim3 thread_index() {
+        dim3 b = block_index();
+        return dim3(b.x * blockDim.x + threadIdx.x, b.y * blockDim.y + threadIdx.y, b.z * blockDim.z + threadIdx.z);
+    }
+    static unsigned int thread_rank() {
+        return block_rank() * (blockDim.x * blockDim.y * blockDim.z) + threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    }
+    static unsigned int num_threads() { return num_blocks() * blockDim.x * blockDim.y * blockDim.z; }
+    static unsigned int size() { return num_threads(); }
+    static dim3 dim_threads() { return dim3(blockDim.x * emu_cluster_dim.x, blockDim.y * emu_cluster_dim.y, blockDim.z * emu_cluster_dim.z); }
+    static bool is_valid() { return true; }
+    template <class T>
+    static T* map_shared_rank(T* addr, int rank) { return (T*)emu_cluster_map((const void*)addr, (unsigned)rank); }
+    static unsigned int query_shared_rank(const void* addr) { return (unsigned)emu_cluster_query(addr); }
+};
+
 static inline grid_group this_grid() { return grid_group(); }
+static inline cluster_group this_cluster() { return cluster_group(); }
+static inline void sync(const cluster_group& c) { c.sync(); }
 static inline thread_block this_thread_block() { return thread_block(); }
 static inline void sync(const grid_group& g) { g.sync(); }
 static inline void sync(const thread_block& b) { b.sync(); }

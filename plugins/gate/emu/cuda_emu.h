@@ -30,6 +30,8 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
+#define __cluster_dims__(...)  // the cluster shape reaches the emulator from the launch (emulate.py reads it)
+#define __maxnreg__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __grid_constant__
 // Declarations that emulate.py could not rewrite (file scope) fall back to static.
@@ -160,6 +162,16 @@ static inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width =
 static inline unsigned __ballot_sync(unsigned mask, int p) { return (unsigned)emu_warp_op(EMU_OP_BALLOT, mask, p != 0, 0, "__ballot_sync"); }
 static inline int __any_sync(unsigned mask, int p) { return (int)emu_warp_op(EMU_OP_ANY, mask, p != 0, 0, "__any_sync"); }
 static inline int __all_sync(unsigned mask, int p) { return (int)emu_warp_op(EMU_OP_ALL, mask, p != 0, 0, "__all_sync"); }
+template <class T>
+static inline unsigned __match_any_sync(unsigned mask, T v) {
+    return (unsigned)emu_warp_op(EMU_OP_MATCH_ANY, mask, emu_bits(v), 0, "__match_any_sync");
+}
+template <class T>
+static inline unsigned __match_all_sync(unsigned mask, T v, int* pred) {
+    unsigned r = (unsigned)emu_warp_op(EMU_OP_MATCH_ALL, mask, emu_bits(v), 0, "__match_all_sync");
+    *pred = r != 0;
+    return r;
+}
 static inline unsigned __reduce_add_sync(unsigned m, unsigned v) { return (unsigned)emu_warp_op(EMU_OP_RED_ADD_U, m, v, 0, "__reduce_add_sync"); }
 static inline int __reduce_add_sync(unsigned m, int v) { return (int)(unsigned)emu_warp_op(EMU_OP_RED_ADD_I, m, (unsigned)v, 0, "__reduce_add_sync"); }
 static inline unsigned __reduce_min_sync(unsigned m, unsigned v) { return (unsigned)emu_warp_op(EMU_OP_RED_MIN_U, m, v, 0, "__reduce_min_sync"); }
@@ -302,3 +314,17 @@ static inline float min(float a, float b) { return fminf(a, b); }
 static inline float max(float a, float b) { return fmaxf(a, b); }
 static inline double min(double a, double b) { return fmin(a, b); }
 static inline double max(double a, double b) { return fmax(a, b); }
+
+// ---------------------------------------------------------------- byte permute
+// __byte_perm compiles to PRMT. The documentation reads 3 bits per selector
+// nibble; PRMT's generic mode replicates the byte's sign when the 4th is set.
+// The two disagree, so a selector that sets it is refused rather than guessed.
+static inline unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
+    if (s & 0x8888u)
+        emu_fail("__byte_perm selector 0x%04x sets bit 3 of a nibble (PRMT would replicate the byte's sign, "
+                 "the documentation ignores it); use byte selectors 0-7", s & 0xffffu);
+    unsigned long long v = ((unsigned long long)y << 32) | x;
+    unsigned r = 0;
+    for (int n = 0; n < 4; ++n) r |= (unsigned)((v >> (8 * ((s >> (4 * n)) & 7u))) & 0xffu) << (8 * n);
+    return r;
+}

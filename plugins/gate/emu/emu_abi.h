@@ -15,17 +15,25 @@ struct dim3 {
     constexpr operator uint3() const { return uint3{x, y, z}; }
 };
 
-enum emu_state { EMU_RUNNABLE = 0, EMU_AT_BAR = 1, EMU_AT_WARP = 2, EMU_AT_GRID = 3, EMU_EXITED = 4 };
+// EMU_AT_WAIT: waiting until a condition holds (a barrier phase, a cluster barrier, a pipeline stage)
+enum emu_state { EMU_RUNNABLE = 0, EMU_AT_BAR = 1, EMU_AT_WARP = 2, EMU_AT_GRID = 3, EMU_EXITED = 4, EMU_AT_WAIT = 5 };
 
 enum emu_warp_op_kind {
     EMU_OP_SYNCWARP = 0, EMU_OP_SHFL, EMU_OP_BALLOT, EMU_OP_ANY, EMU_OP_ALL,
     EMU_OP_RED_ADD_U, EMU_OP_RED_ADD_I, EMU_OP_RED_MIN_U, EMU_OP_RED_MIN_I,
     EMU_OP_RED_MAX_U, EMU_OP_RED_MAX_I, EMU_OP_RED_AND, EMU_OP_RED_OR, EMU_OP_RED_XOR,
+    EMU_OP_MATCH_ANY, EMU_OP_MATCH_ALL,
+    EMU_OP_COLLECTIVE,  // a warp-wide function run once when every lane of the mask has arrived (WMMA's mma_sync)
 };
+
+// A warp collective: called once with each participating lane's argument (args[lane], 0 elsewhere).
+typedef void (*emu_collective_fn)(void** args, unsigned mask);
+typedef int (*emu_wait_pred)(void* arg);
 
 enum emu_bar_kind { EMU_BAR_PLAIN = 0, EMU_BAR_COUNT, EMU_BAR_AND, EMU_BAR_OR };
 
 struct emu_block;
+struct emu_cluster;
 
 // One CUDA thread: a fiber. The first cache line holds everything a barrier
 // touches; the prelude reads tid, lane and blk.
@@ -45,6 +53,14 @@ struct alignas(64) emu_thread {
     unsigned long long wval, wres;
     unsigned warp;
     void* uctx;                // ucontext_t* (portable fallback)
+    emu_collective_fn wfn;     // EMU_OP_COLLECTIVE's function
+    emu_wait_pred wpred;       // EMU_AT_WAIT's condition and its argument
+    void* warg;
+    // asynchronous copies this thread issued (cp.async groups; bulk stores), performed at their wait:
+    // lists of records in the launch's copy pool, and the groups committed / completed so far
+    int aq_first, aq_last, bq_first, bq_last;
+    unsigned a_committed, b_committed;
+    unsigned long long ctoken;  // the cluster barrier phase this thread last arrived on
 };
 static_assert(__builtin_offsetof(emu_thread, wval) == 64, "a barrier's fields fit one cache line");
 
@@ -58,6 +74,18 @@ struct emu_block {
     unsigned n_exited, n_bar, n_warp, n_grid;
     int bar_result;
     int done;
+    unsigned n_wait;           // threads at EMU_AT_WAIT
+    unsigned crank;            // rank in its cluster (0 without clusters)
+    struct emu_cluster* cl;    // the cluster it belongs to (a cluster of one without __cluster_dims__)
+    unsigned long slot;        // its shared-memory arena
+};
+
+// A thread-block cluster: its CTAs run concurrently; cluster.sync() is a barrier over all their threads.
+struct emu_cluster {
+    emu_block* blocks[8];
+    unsigned n;                // CTAs in the cluster
+    unsigned expected, arrived;
+    unsigned long long phase;
 };
 
 // What a launch reports back to Python (mirrored by ctypes in emulate.py).
@@ -81,11 +109,30 @@ EMU_HIDDEN extern emu_thread* emu_cur;
 EMU_HIDDEN extern dim3 emu_block_dim;
 EMU_HIDDEN extern dim3 emu_grid_dim;
 EMU_HIDDEN extern int emu_cooperative;
+EMU_HIDDEN extern dim3 emu_cluster_dim;
 EMU_HIDDEN void emu_syncthreads(const char* what);
 EMU_HIDDEN int emu_syncthreads_pred(int kind, int pred, const char* what);
 EMU_HIDDEN unsigned long long emu_warp_op(int op, unsigned mask, unsigned long long val, unsigned src, const char* what);
 EMU_HIDDEN void emu_grid_sync(const char* what);
 EMU_HIDDEN unsigned long emu_place_shared(unsigned long size, unsigned long align);
 EMU_HIDDEN unsigned emu_active_mask(void);
+EMU_HIDDEN void emu_warp_collective(emu_collective_fn fn, void* arg, unsigned mask, const char* what);
+EMU_HIDDEN void emu_wait_until(emu_wait_pred pred, void* arg, const char* what);
+// asynchronous copies: the destination is poisoned (0xff) at the call and written at the wait
+EMU_HIDDEN void emu_async_issue(void* dst, const void* src, unsigned long n, unsigned long zfill, const char* what);
+EMU_HIDDEN void emu_async_commit(void);
+EMU_HIDDEN void emu_async_wait_prior(unsigned long n);
+EMU_HIDDEN void emu_copy_attach(int* first, int* last, void* dst, const void* src, unsigned long n, int tx, const char* what);
+EMU_HIDDEN long long emu_copy_flush(int* first, int* last);
+EMU_HIDDEN long long emu_copy_move(int* first, int* last, int* to_first, int* to_last);
+EMU_HIDDEN void emu_bulk_issue(void* dst, const void* src, unsigned long n, const char* what);
+EMU_HIDDEN void emu_bulk_commit(void);
+EMU_HIDDEN void emu_bulk_wait_prior(unsigned long n);
+EMU_HIDDEN int emu_in_shared(const void* p, unsigned long n);
+// clusters
+EMU_HIDDEN unsigned long long emu_cluster_arrive(const char* what);
+EMU_HIDDEN void emu_cluster_wait(unsigned long long token, const char* what);
+EMU_HIDDEN void* emu_cluster_map(const void* p, unsigned rank);
+EMU_HIDDEN int emu_cluster_query(const void* p);
 EMU_HIDDEN __attribute__((noreturn, format(printf, 1, 2))) void emu_fail(const char* fmt, ...);
 }

@@ -37,6 +37,7 @@ EMU_HIDDEN emu_thread* emu_cur = nullptr;
 EMU_HIDDEN dim3 emu_block_dim;
 EMU_HIDDEN dim3 emu_grid_dim;
 EMU_HIDDEN int emu_cooperative = 0;
+EMU_HIDDEN dim3 emu_cluster_dim;
 }
 
 namespace {
@@ -66,6 +67,24 @@ unsigned long g_dyn_pages = 0;
 unsigned long long g_dyn_bytes = 0;
 
 unsigned long g_static_used = 0;
+unsigned char* g_arena_dead = nullptr;  // per arena: protected because its block exited before its cluster
+
+// Asynchronous copies waiting for their wait: records in one pool per launch
+// child, linked per thread (cp.async groups, bulk stores) or per barrier.
+struct emu_copy {
+    char* dst;
+    const char* src;
+    unsigned long n;
+    unsigned long zfill;
+    unsigned batch;
+    int tx;     // counts against the barrier's expected transaction bytes
+    int next;
+};
+const int kCopies = 1 << 20;
+emu_copy* g_copies = nullptr;
+int g_copy_used = 0, g_copy_free = -1;
+
+emu_cluster* g_clusters = nullptr;
 
 #ifdef EMU_ASM_SWITCH
 void* g_sched_sp = nullptr;
@@ -211,9 +230,18 @@ inline void yield_fiber(emu_thread* t) {
 }
 #endif
 
+void copies_free(int first);
+int count_list(int first);
+
 void fiber_main(void) {
     g_entry(g_args);
     emu_thread* t = emu_cur;
+    if (t->bq_first >= 0)
+        emu_fail("the thread exits with %d bulk copies (cuda::ptx::cp_async_bulk) not waited for; call "
+                 "cp_async_bulk_wait_group_read before exit, or the CTA's shared memory may be gone before they read it",
+                 count_list(t->bq_first));
+    copies_free(t->aq_first);  // cp.async copies never waited for: their shared memory dies with the block
+    t->aq_first = t->aq_last = -1;
     t->state = EMU_EXITED;
     t->blk->n_exited++;
     yield_fiber(t);
@@ -251,6 +279,7 @@ void alloc_arenas(unsigned long n, unsigned long long dyn_bytes) {
     g_arena_slot = (g_dyn_pages + 1) * g_page + kStaticArena + g_page;
     g_narenas = n;
     g_arenas = (char*)map_or_fail(n * g_arena_slot, "shared memory");
+    g_arena_dead = (unsigned char*)map_or_fail(n, "arena flags");
     for (unsigned long i = 0; i < n; ++i) {
         char* a = g_arenas + i * g_arena_slot;
         mprotect(a + g_dyn_pages * g_page, g_page, PROT_NONE);
@@ -260,8 +289,8 @@ void alloc_arenas(unsigned long n, unsigned long long dyn_bytes) {
 }
 
 char* arena_dyn(unsigned long i) {
-    // the dynamic region ends where the guard page begins (16-byte aligned start)
-    unsigned long long padded = (g_dyn_bytes + 15) & ~15ull;
+    // the dynamic region ends where the guard page begins (128-byte aligned start, as a GPU's is at least)
+    unsigned long long padded = (g_dyn_bytes + 127) & ~127ull;
     return g_arenas + i * g_arena_slot + g_dyn_pages * g_page - padded;
 }
 char* arena_static(unsigned long i) { return g_arenas + i * g_arena_slot + (g_dyn_pages + 1) * g_page; }
@@ -274,6 +303,7 @@ int classify(uint64_t a) {
         uint64_t off = (a - (uint64_t)g_arenas) % g_arena_slot;
         if (off >= g_dyn_pages * g_page && off < (g_dyn_pages + 1) * g_page) return 2;
         if (off >= (g_dyn_pages + 1) * g_page + kStaticArena) return 3;
+        if (g_arena_dead && g_arena_dead[(a - (uint64_t)g_arenas) / g_arena_slot]) return 4;
     }
     return 0;
 }
@@ -288,6 +318,15 @@ void init_block(emu_block* b, uint3 idx, emu_thread* th, unsigned long first_sta
     b->n = n;
     b->n_exited = b->n_bar = b->n_warp = b->n_grid = 0;
     b->done = 0;
+    b->n_wait = 0;
+    b->crank = 0;
+    b->cl = nullptr;
+    b->slot = arena;
+    if (g_arena_dead[arena]) {  // its last block exited before its cluster: make it usable again
+        mprotect(g_arenas + arena * g_arena_slot, g_dyn_pages * g_page, PROT_READ | PROT_WRITE);
+        mprotect(arena_static(arena), kStaticArena, PROT_READ | PROT_WRITE);
+        g_arena_dead[arena] = 0;
+    }
     b->dyn_smem = arena_dyn(arena);
     b->static_smem = arena_static(arena);
     // shared memory starts out as garbage on a GPU: poison it (floats read NaN)
@@ -304,6 +343,8 @@ void init_block(emu_block* b, uint3 idx, emu_thread* th, unsigned long first_sta
         t->blk = b;
         t->state = EMU_RUNNABLE;
         t->what = "";
+        t->aq_first = t->aq_last = t->bq_first = t->bq_last = -1;
+        t->a_committed = t->b_committed = 0;
         unsigned long slot = first_stack + i;
 #ifdef EMU_ASM_SWITCH
         // stagger the stack tops across cache sets: equal page offsets would all
@@ -348,13 +389,30 @@ int resolve_warp(emu_block* b, unsigned lo, unsigned hi) {
                 fail_block(b, "warp %u: lane %u is at %s while lane %u, named in its mask 0x%08x, is at %s",
                            lo / 32, l, op_name(t), j, m, op_name(&th[j]));
     }
+    unsigned handled = 0;  // collectives run once per group of lanes
+    for (unsigned l = 0; l < nl; ++l) {
+        if (!(release >> l & 1) || th[l].wop != EMU_OP_COLLECTIVE || (handled >> l & 1)) continue;
+        unsigned m = th[l].wmask;
+        void* args[32] = {nullptr};
+        for (unsigned j = 0; j < nl; ++j)
+            if (m >> j & 1) args[j] = (void*)(uintptr_t)th[j].wval;
+        th[l].wfn(args, m);
+        handled |= m;
+    }
     for (unsigned l = 0; l < nl; ++l) {
         if (!(release >> l & 1)) continue;
         emu_thread* t = &th[l];
         unsigned m = t->wmask;
         unsigned long long r = 0;
         switch (t->wop) {
-            case EMU_OP_SYNCWARP: break;
+            case EMU_OP_SYNCWARP: case EMU_OP_COLLECTIVE: break;
+            case EMU_OP_MATCH_ANY: case EMU_OP_MATCH_ALL: {
+                unsigned same = 0;
+                for (unsigned j = 0; j < nl; ++j)
+                    if ((m >> j & 1) && th[j].wval == t->wval) same |= 1u << j;
+                r = t->wop == EMU_OP_MATCH_ANY ? same : (same == m ? m : 0u);
+                break;
+            }
             case EMU_OP_SHFL: {
                 unsigned s = t->wsrc;
                 if (s == l) r = t->wval;
@@ -406,14 +464,31 @@ int resolve_warp(emu_block* b, unsigned lo, unsigned hi) {
     return 1;
 }
 
+// Threads of [lo, hi) whose wait condition now holds become runnable; returns how many.
+unsigned release_waits(emu_block* b, unsigned lo, unsigned hi) {
+    unsigned k = 0;
+    for (unsigned i = lo; i < hi; ++i) {
+        emu_thread* t = &b->threads[i];
+        if (t->state == EMU_AT_WAIT && t->wpred(t->warg)) {
+            t->state = EMU_RUNNABLE;
+            b->n_wait--;
+            ++k;
+        }
+    }
+    return k;
+}
+
 void run_warp(emu_block* b, unsigned w) {
     unsigned lo = w * 32, hi = lo + 32 < b->n ? lo + 32 : b->n;
     emu_thread* th = b->threads;
-    g_warp_hi = hi;
     for (;;) {
+        if (b->n_wait) release_waits(b, lo, hi);
+        g_warp_hi = hi;
         for (unsigned i = lo; i < hi; ++i)
             if (th[i].state == EMU_RUNNABLE) run_fiber(&th[i]);
-        if (!b->n_warp || !resolve_warp(b, lo, hi)) return;
+        if (b->n_warp && resolve_warp(b, lo, hi)) continue;
+        if (b->n_wait && release_waits(b, lo, hi)) continue;
+        return;
     }
 }
 
@@ -431,12 +506,18 @@ void fail_stuck_warp(emu_block* b) {
     fail_block(b, "emulator: warp-level wait with no waiting lane");
 }
 
-// Run a block until every thread has exited (returns 0) or waits at grid.sync() (returns 1).
+// Run a block until every thread has exited (returns 0), waits at grid.sync() (returns 1),
+// or can go no further until another block (or the copy machinery) acts: some threads
+// wait on a condition (a barrier phase, a cluster barrier) that does not hold yet (returns 2).
 int run_block(emu_block* b) {
     unsigned nw = (b->n + 31) / 32;
     for (;;) {
         for (unsigned w = 0; w < nw; ++w) run_warp(b, w);
         if (b->n_exited == b->n) return 0;
+        if (b->n_wait) {
+            if (release_waits(b, 0, b->n)) continue;
+            return 2;  // the group's scheduler decides whether anything can still move
+        }
         if (b->n_warp) fail_stuck_warp(b);
         if (b->n_bar) {
             const char* what = "__syncthreads";
@@ -546,8 +627,114 @@ double now_s(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-[[noreturn]] void child_main(const unsigned* grid, const unsigned* block, unsigned long long dyn_bytes,
-                             int cooperative, unsigned long long max_coop_threads, double timeout_s) {
+// ------------------------------------------------------------------ groups of blocks run together
+
+void block_exited(emu_block* b) {
+    emu_cluster* c = b->cl;
+    if (!c || c->n < 2) return;
+    for (unsigned r = 0; r < c->n; ++r)
+        if (!c->blocks[r]->done) {
+            // others of its cluster still run and may read this block's shared memory through
+            // map_shared_rank: on a GPU that memory is gone, here any access faults and is named
+            mprotect(g_arenas + b->slot * g_arena_slot, g_dyn_pages * g_page, PROT_NONE);
+            mprotect(arena_static(b->slot), kStaticArena, PROT_NONE);
+            g_arena_dead[b->slot] = 1;
+            return;
+        }
+}
+
+[[noreturn]] void fail_deadlock(emu_block* bs, unsigned long long n) {
+    int k = snprintf(g_st->msg, sizeof g_st->msg,
+                     "no thread can make progress (on a GPU this launch would hang):");
+    unsigned shown = 0;
+    for (unsigned long long i = 0; i < n && k < (int)sizeof g_st->msg - 160; ++i) {
+        emu_block* b = &bs[i];
+        if (b->done) continue;
+        if (shown++ == 4) { k += snprintf(g_st->msg + k, sizeof g_st->msg - k, " ..."); break; }
+        unsigned cnt[6] = {0, 0, 0, 0, 0, 0};
+        const char* what[6] = {"", "", "", "", "", ""};
+        for (unsigned j = 0; j < b->n; ++j) {
+            emu_thread* t = &b->threads[j];
+            if (!cnt[t->state]++) what[t->state] = op_name(t);
+        }
+        char where[64];
+        fmt_idx(where, sizeof where, b->idx);
+        k += snprintf(g_st->msg + k, sizeof g_st->msg - k, " block %s:", where);
+        const int order[] = {EMU_AT_WAIT, EMU_AT_BAR, EMU_AT_WARP, EMU_AT_GRID, EMU_EXITED};
+        for (int s : order)
+            if (cnt[s] && k < (int)sizeof g_st->msg - 80)
+                k += snprintf(g_st->msg + k, sizeof g_st->msg - k, " %u %s%s;", cnt[s],
+                              s == EMU_EXITED ? "have exited" : "wait at ", s == EMU_EXITED ? "" : what[s]);
+    }
+    g_st->code = 1;
+    _exit(3);
+}
+
+// Run blocks that execute concurrently (one block; a cluster's blocks; a cooperative grid)
+// until all have exited. Blocks take turns between sync points in a fixed permuted order.
+void run_group(emu_block* bs, unsigned long long n) {
+    order go(n);
+    for (;;) {
+        unsigned long long before = g_switches, waiting = 0, done = 0, blocked = 0;
+        emu_block* at_grid = nullptr;
+        for (unsigned long long k = 0; k < n; ++k) {
+            emu_block* b = &bs[go(k)];
+            if (b->done) { ++done; continue; }
+            int r = run_block(b);
+            if (r == 0) {
+                b->done = 1;
+                ++done;
+                block_exited(b);
+            } else if (r == 1) {
+                ++waiting;
+                at_grid = b;
+            } else {
+                ++blocked;
+            }
+        }
+        if (done == n) return;
+        if (waiting && !blocked) {
+            if (!emu_cooperative) {
+                g_in_fiber = 0;
+                fail_block(at_grid, "grid.sync() needs a cooperative launch; set cooperative = true in the launch plan");
+            }
+            if (done) {
+                snprintf(g_st->msg, sizeof g_st->msg,
+                         "%llu blocks wait at grid.sync() while %llu blocks have exited; grid.sync() must be reached by every thread",
+                         waiting, done);
+                g_st->code = 1;
+                _exit(3);
+            }
+            for (unsigned long long k = 0; k < n; ++k) {
+                emu_block* b = &bs[k];
+                for (unsigned i = 0; i < b->n; ++i)
+                    if (b->threads[i].state == EMU_AT_GRID) b->threads[i].state = EMU_RUNNABLE;
+                b->n_grid = 0;
+            }
+            continue;
+        }
+        if (g_switches == before) fail_deadlock(bs, n);
+    }
+}
+
+void reset_copies(void) {
+    g_copy_used = 0;
+    g_copy_free = -1;
+}
+
+[[noreturn]] void fail_launch(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void fail_launch(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_st->msg, sizeof g_st->msg, fmt, ap);
+    va_end(ap);
+    g_st->code = 1;
+    _exit(3);
+}
+
+[[noreturn]] void child_main(const unsigned* grid, const unsigned* block, const unsigned* cluster,
+                             unsigned long long dyn_bytes, int cooperative, unsigned long long max_coop_threads,
+                             double timeout_s) {
     setup_child(timeout_s);
     double t0 = now_s();
     g_page = (unsigned long)sysconf(_SC_PAGESIZE);
@@ -559,21 +746,50 @@ double now_s(void) {
 #endif
     emu_grid_dim = dim3(grid[0], grid[1], grid[2]);
     emu_block_dim = dim3(block[0], block[1], block[2]);
+    emu_cluster_dim = dim3(cluster[0], cluster[1], cluster[2]);
     emu_cooperative = cooperative;
     unsigned long long nblocks = (unsigned long long)grid[0] * grid[1] * grid[2];
     unsigned long nthreads = (unsigned long)block[0] * block[1] * block[2];
-    order ord(nblocks);
+    unsigned csize = cluster[0] * cluster[1] * cluster[2];
+    g_copies = (emu_copy*)map_or_fail((unsigned long)kCopies * sizeof(emu_copy), "the asynchronous copy pool");
+    if (csize > 8)
+        fail_launch("__cluster_dims__(%u, %u, %u) asks for %u CTAs per cluster; the portable maximum is 8",
+                    cluster[0], cluster[1], cluster[2], csize);
+    if (grid[0] % cluster[0] || grid[1] % cluster[1] || grid[2] % cluster[2])
+        fail_launch("grid (%u, %u, %u) is not a multiple of __cluster_dims__(%u, %u, %u); the launch would fail",
+                    grid[0], grid[1], grid[2], cluster[0], cluster[1], cluster[2]);
+    if (csize > 1 && cooperative)
+        fail_launch("a cooperative launch of a cluster kernel is not supported; launch __cluster_dims__ kernels plainly");
     if (!cooperative) {
-        alloc_stacks(nthreads);
-        alloc_arenas(1, dyn_bytes);
-        emu_thread* th = (emu_thread*)map_or_fail(nthreads * sizeof(emu_thread), "thread records");
-        emu_block* b = (emu_block*)map_or_fail(sizeof(emu_block), "block record");
-        for (unsigned long long k = 0; k < nblocks; ++k) {
-            init_block(b, block_index(ord(k)), th, 0, 0);
-            if (run_block(b)) {
-                g_in_fiber = 0;
-                fail_block(b, "grid.sync() needs a cooperative launch; set cooperative = true in the launch plan");
+        // clusters one at a time (a block is a cluster of one), in a fixed permuted order
+        unsigned long long nclusters = nblocks / csize;
+        unsigned ncx = grid[0] / cluster[0], ncy = grid[1] / cluster[1];
+        alloc_stacks(csize * nthreads);
+        alloc_arenas(csize, dyn_bytes);
+        emu_thread* th = (emu_thread*)map_or_fail(csize * nthreads * sizeof(emu_thread), "thread records");
+        emu_block* bs = (emu_block*)map_or_fail(csize * sizeof(emu_block), "block records");
+        g_clusters = (emu_cluster*)map_or_fail(sizeof(emu_cluster), "cluster record");
+        order ord(nclusters);
+        for (unsigned long long k = 0; k < nclusters; ++k) {
+            unsigned long long ci = ord(k);
+            unsigned kx = (unsigned)(ci % ncx), ky = (unsigned)((ci / ncx) % ncy), kz = (unsigned)(ci / ((unsigned long long)ncx * ncy));
+            emu_cluster* c = g_clusters;
+            c->n = csize;
+            c->expected = csize * (unsigned)nthreads;
+            c->arrived = 0;
+            c->phase = 0;
+            reset_copies();
+            for (unsigned r = 0; r < csize; ++r) {
+                uint3 idx;
+                idx.x = kx * cluster[0] + r % cluster[0];
+                idx.y = ky * cluster[1] + (r / cluster[0]) % cluster[1];
+                idx.z = kz * cluster[2] + r / (cluster[0] * cluster[1]);
+                init_block(&bs[r], idx, th + r * nthreads, r * nthreads, r);
+                bs[r].crank = r;
+                bs[r].cl = c;
+                c->blocks[r] = &bs[r];
             }
+            run_group(bs, csize);
         }
     } else {
         if (nblocks * nthreads > max_coop_threads) {
@@ -588,30 +804,19 @@ double now_s(void) {
         alloc_arenas(nblocks, dyn_bytes);
         emu_thread* th = (emu_thread*)map_or_fail(nblocks * nthreads * sizeof(emu_thread), "thread records");
         emu_block* bs = (emu_block*)map_or_fail(nblocks * sizeof(emu_block), "block records");
-        for (unsigned long long k = 0; k < nblocks; ++k)
+        g_clusters = (emu_cluster*)map_or_fail(nblocks * sizeof(emu_cluster), "cluster records");
+        reset_copies();
+        for (unsigned long long k = 0; k < nblocks; ++k) {
             init_block(&bs[k], block_index(k), th + k * nthreads, k * nthreads, k);
-        for (;;) {
-            unsigned long long waiting = 0, done = 0;
-            for (unsigned long long k = 0; k < nblocks; ++k) {
-                emu_block* b = &bs[ord(k)];
-                if (b->done) { ++done; continue; }
-                if (run_block(b)) ++waiting;
-                else { b->done = 1; ++done; }
-            }
-            if (!waiting) break;
-            if (done) {
-                snprintf(g_st->msg, sizeof g_st->msg,
-                         "%llu blocks wait at grid.sync() while %llu blocks have exited; grid.sync() must be reached by every thread",
-                         waiting, done);
-                g_st->code = 1;
-                _exit(3);
-            }
-            for (unsigned long long k = 0; k < nblocks; ++k) {
-                emu_block* b = &bs[k];
-                for (unsigned i = 0; i < b->n; ++i) b->threads[i].state = EMU_RUNNABLE;
-                b->n_grid = 0;
-            }
+            emu_cluster* c = &g_clusters[k];  // each block is a cluster of one
+            c->n = 1;
+            c->expected = (unsigned)nthreads;
+            c->arrived = 0;
+            c->phase = 0;
+            c->blocks[0] = &bs[k];
+            bs[k].cl = c;
         }
+        run_group(bs, nblocks);
     }
     g_st->seconds = now_s() - t0;
     g_st->switches = g_switches;
@@ -698,6 +903,7 @@ EMU_HIDDEN void emu_grid_sync(const char* what) {
 // Place one __shared__ declaration in the per-block arena (called once per
 // declaration per launch child; blocks share the layout, not the storage).
 EMU_HIDDEN unsigned long emu_place_shared(unsigned long size, unsigned long align) {
+    if (align < 128) align = 128;  // every declaration starts 128-byte aligned (WMMA wants 32, bulk copies 16)
     unsigned long off = (g_static_used + align - 1) / align * align;
     if (off + size > kStaticArena)
         emu_fail("__shared__ declarations need more than %lu bytes per block", kStaticArena);
@@ -714,12 +920,202 @@ EMU_HIDDEN unsigned emu_active_mask(void) {
     return m;
 }
 
+EMU_HIDDEN void emu_warp_collective(emu_collective_fn fn, void* arg, unsigned mask, const char* what) {
+    emu_cur->wfn = fn;
+    emu_warp_op(EMU_OP_COLLECTIVE, mask, (unsigned long long)(uintptr_t)arg, 0, what);
+}
+
+EMU_HIDDEN void emu_wait_until(emu_wait_pred pred, void* arg, const char* what) {
+    if (pred(arg)) return;
+    emu_thread* t = emu_cur;
+    t->wpred = pred;
+    t->warg = arg;
+    t->what = what;
+    t->state = EMU_AT_WAIT;
+    t->blk->n_wait++;
+    yield_fiber(t);
+}
+
+EMU_HIDDEN int emu_in_shared(const void* p, unsigned long n) {
+    const char* q = (const char*)p;
+    emu_block* b = emu_cur->blk;
+    if (q >= b->static_smem && q + n <= b->static_smem + kStaticArena) return 1;
+    return g_dyn_bytes && q >= b->dyn_smem && q + n <= b->dyn_smem + g_dyn_bytes;
+}
+
+// ---- asynchronous copies
+
+}  // extern "C"
+
+namespace {
+int copy_new(void* dst, const void* src, unsigned long n, unsigned long zfill, unsigned batch, int tx, const char* what) {
+    int i;
+    if (g_copy_free >= 0) {
+        i = g_copy_free;
+        g_copy_free = g_copies[i].next;
+    } else if (g_copy_used < kCopies) {
+        i = g_copy_used++;
+    } else {
+        emu_fail("%s: more than %d asynchronous copies are in flight in this launch (are they ever waited for?)", what, kCopies);
+    }
+    if (zfill > n) emu_fail("%s: zero-fill of %lu bytes exceeds the copy's %lu", what, zfill, n);
+    emu_copy* c = &g_copies[i];
+    c->dst = (char*)dst;
+    c->src = (const char*)src;
+    c->n = n;
+    c->zfill = zfill;
+    c->batch = batch;
+    c->tx = tx;
+    c->next = -1;
+    // in flight: the destination holds nothing a reader may rely on until the wait
+    memset(dst, 0xff, n);
+    return i;
+}
+void list_push(int* first, int* last, int i) {
+    if (*last >= 0) g_copies[*last].next = i;
+    else *first = i;
+    *last = i;
+}
+void copy_do(const emu_copy* c) {
+    if (c->n > c->zfill) memmove(c->dst, c->src, c->n - c->zfill);
+    if (c->zfill) memset(c->dst + (c->n - c->zfill), 0, c->zfill);
+}
+void copy_release(int i) {
+    g_copies[i].next = g_copy_free;
+    g_copy_free = i;
+}
+// Perform, in issue order, the copies at the head of a list whose batch is below `limit`.
+void list_complete(int* first, int* last, unsigned limit) {
+    while (*first >= 0 && g_copies[*first].batch < limit) {
+        int i = *first;
+        copy_do(&g_copies[i]);
+        *first = g_copies[i].next;
+        copy_release(i);
+    }
+    if (*first < 0) *last = -1;
+}
+void copies_free(int first) {
+    while (first >= 0) {
+        int nx = g_copies[first].next;
+        copy_release(first);
+        first = nx;
+    }
+}
+int count_list(int first) {
+    int k = 0;
+    for (; first >= 0; first = g_copies[first].next) ++k;
+    return k;
+}
+}  // namespace
+
+extern "C" {
+
+EMU_HIDDEN void emu_async_issue(void* dst, const void* src, unsigned long n, unsigned long zfill, const char* what) {
+    emu_thread* t = emu_cur;
+    if (!n) return;
+    list_push(&t->aq_first, &t->aq_last, copy_new(dst, src, n, zfill, t->a_committed, 0, what));
+}
+EMU_HIDDEN void emu_async_commit(void) { emu_cur->a_committed++; }
+EMU_HIDDEN void emu_async_wait_prior(unsigned long n) {
+    emu_thread* t = emu_cur;
+    unsigned limit = t->a_committed >= n ? t->a_committed - (unsigned)n : 0u;
+    list_complete(&t->aq_first, &t->aq_last, limit);
+}
+EMU_HIDDEN void emu_bulk_issue(void* dst, const void* src, unsigned long n, const char* what) {
+    emu_thread* t = emu_cur;
+    if (!n) return;
+    list_push(&t->bq_first, &t->bq_last, copy_new(dst, src, n, 0, t->b_committed, 0, what));
+}
+EMU_HIDDEN void emu_bulk_commit(void) { emu_cur->b_committed++; }
+EMU_HIDDEN void emu_bulk_wait_prior(unsigned long n) {
+    emu_thread* t = emu_cur;
+    unsigned limit = t->b_committed >= n ? t->b_committed - (unsigned)n : 0u;
+    list_complete(&t->bq_first, &t->bq_last, limit);
+}
+EMU_HIDDEN void emu_copy_attach(int* first, int* last, void* dst, const void* src, unsigned long n, int tx, const char* what) {
+    if (!n) return;
+    list_push(first, last, copy_new(dst, src, n, 0, 0, tx, what));
+}
+EMU_HIDDEN long long emu_copy_flush(int* first, int* last) {
+    long long txb = 0;
+    while (*first >= 0) {
+        int i = *first;
+        copy_do(&g_copies[i]);
+        if (g_copies[i].tx) txb += (long long)g_copies[i].n;
+        *first = g_copies[i].next;
+        copy_release(i);
+    }
+    *last = -1;
+    return txb;
+}
+
+// Append one list to another (a barrier phase's copies become due at its waits); returns the
+// transaction bytes the moved copies count.
+EMU_HIDDEN long long emu_copy_move(int* first, int* last, int* to_first, int* to_last) {
+    long long txb = 0;
+    for (int i = *first; i >= 0; i = g_copies[i].next)
+        if (g_copies[i].tx) txb += (long long)g_copies[i].n;
+    if (*first >= 0) {
+        if (*to_last >= 0) g_copies[*to_last].next = *first;
+        else *to_first = *first;
+        *to_last = *last;
+    }
+    *first = *last = -1;
+    return txb;
+}
+
+// ---- clusters
+
+EMU_HIDDEN unsigned long long emu_cluster_arrive(const char*) {
+    emu_cluster* c = emu_cur->blk->cl;
+    unsigned long long ph = c->phase;
+    if (++c->arrived == c->expected) {
+        c->arrived = 0;
+        c->phase++;
+    }
+    return ph;
+}
+static int cluster_phase_moved(void* arg) {
+    emu_thread* t = (emu_thread*)arg;
+    return t->blk->cl->phase != t->wval;
+}
+EMU_HIDDEN void emu_cluster_wait(unsigned long long token, const char* what) {
+    emu_thread* t = emu_cur;
+    t->wval = token;
+    emu_wait_until(cluster_phase_moved, t, what);
+}
+static int smem_owner(emu_cluster* c, const char* q, unsigned long* off, int* dyn) {
+    for (unsigned r = 0; r < c->n; ++r) {
+        emu_block* o = c->blocks[r];
+        if (q >= o->static_smem && q < o->static_smem + kStaticArena) { *off = q - o->static_smem; *dyn = 0; return (int)r; }
+        if (g_dyn_bytes && q >= o->dyn_smem && q < o->dyn_smem + g_dyn_bytes) { *off = q - o->dyn_smem; *dyn = 1; return (int)r; }
+    }
+    return -1;
+}
+EMU_HIDDEN void* emu_cluster_map(const void* p, unsigned rank) {
+    emu_cluster* c = emu_cur->blk->cl;
+    if (rank >= c->n) emu_fail("map_shared_rank(..., %u) in a cluster of %u blocks", rank, c->n);
+    unsigned long off;
+    int dyn;
+    if (smem_owner(c, (const char*)p, &off, &dyn) < 0)
+        emu_fail("map_shared_rank(%p, %u): the address is not in the shared memory of a block of this cluster", p, rank);
+    emu_block* o = c->blocks[rank];
+    return (dyn ? o->dyn_smem : o->static_smem) + off;
+}
+EMU_HIDDEN int emu_cluster_query(const void* p) {
+    unsigned long off;
+    int dyn;
+    int r = smem_owner(emu_cur->blk->cl, (const char*)p, &off, &dyn);
+    if (r < 0) emu_fail("query_shared_rank(%p): the address is not in the shared memory of a block of this cluster", p);
+    return r;
+}
+
 // Run one launch in a forked child. Returns 0 when the kernel completed; else
 // the details are in *st (code 1 error, 2 signal, 3 timeout) and the return
 // value is the raw wait status (or -1 when fork failed).
 EMU_EXPORT int emu_launch(void (*entry)(void**), void** args, const unsigned* grid, const unsigned* block,
-                          unsigned long long dyn_bytes, int cooperative, unsigned long long max_coop_threads,
-                          double timeout_s, emu_status* st) {
+                          const unsigned* cluster, unsigned long long dyn_bytes, int cooperative,
+                          unsigned long long max_coop_threads, double timeout_s, emu_status* st) {
     memset(st, 0, sizeof *st);
     st->code = -1;
     g_st = st;
@@ -731,7 +1127,7 @@ EMU_EXPORT int emu_launch(void (*entry)(void**), void** args, const unsigned* gr
         st->code = 1;
         return -1;
     }
-    if (pid == 0) child_main(grid, block, dyn_bytes, cooperative, max_coop_threads, timeout_s);
+    if (pid == 0) child_main(grid, block, cluster, dyn_bytes, cooperative, max_coop_threads, timeout_s);
     int ws = 0;
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
     }

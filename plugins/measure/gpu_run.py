@@ -1,0 +1,667 @@
+"""The measure pass as one command on a lent GPU machine: preflight, then (after pytest) finish.
+
+Why Python and not the shell script: every decision the script makes (is
+there a device, can ncu read counters, is the output folder safe to clean,
+what goes into which archive so it all comes back, which exit status) is a
+plain function here that CPU tests feed with fakes. scripts/measure-gpu.sh
+only sequences these steps and pytest under a hard timeout.
+
+    python -m plugins.measure.gpu_run check-out OUT
+    python -m plugins.measure.gpu_run preflight OUT [--no-ncu] [--allow-unknown-commit]
+    python -m plugins.measure.gpu_run launch            # the one-line kernel, for ncu to profile
+    python -m plugins.measure.gpu_run finish OUT --pytest-rc N [--keep-loose] [--state-dir DIR] [--slips-only]
+
+Exit statuses (the script's own; docs/gpu-run.md):
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from plugins.atomicio import write_json_atomic, write_text_atomic
+
+log = logging.getLogger("sparktrace.gpu_run")
+
+OK = 0
+TESTS_FAILED = 1  # pytest reported failed tests (a gate problem, a crash, a failed slip): see junit.xml
+REFUSED = 2  # usage: bad arguments, an output folder inside the repository, no commit to name
+NO_DEVICE = 3  # the preflight found no usable CUDA device: nothing was measured
+NO_PROFILER = 4  # keys measured, but ncu cannot profile here: every slip was skipped
+NO_KEY = 5  # the pass ran but wrote no measurement file (or, slips-only, captured no slip)
+SLIPS_LEFT = 6  # keys done, some slips skipped for time: run the slips-only command
+LAYOUT = 7  # what is left in OUT breaks the return limits: something would not come back
+INTERRUPTED = 8  # the hard timeout stopped pytest (or pytest was interrupted)
+PYTEST_ERROR = 9  # pytest itself failed (internal error, usage error, nothing collected)
+STATUS_TEXT = {
+    OK: "every selected family measured, every slip captured or deliberately skipped",
+    TESTS_FAILED: "tests failed (gate problems, crashes or failed slips): see summary.txt and junit.xml",
+    REFUSED: "refused before measuring (see the message)",
+    NO_DEVICE: "no usable CUDA device: nothing measured",
+    NO_PROFILER: "keys measured; the profiler is unusable here, so no slip was taken",
+    NO_KEY: "no measurement file was written",
+    SLIPS_LEFT: "keys measured; some slips were skipped for time: run scripts/measure-gpu.sh --slips-only",
+    LAYOUT: "the output breaks the return limits: something would not come back",
+    INTERRUPTED: "the hard timeout interrupted pytest: see summary.txt for what was done",
+    PYTEST_ERROR: "pytest failed to run (internal or usage error)",
+}
+__doc__ += "".join(f"    {k}  {v}\n" for k, v in STATUS_TEXT.items())
+# Precedence when several apply: the first in this list is the exit status; all are printed.
+PRECEDENCE = (NO_KEY, LAYOUT, INTERRUPTED, TESTS_FAILED, PYTEST_ERROR, NO_PROFILER, SLIPS_LEFT)
+
+PREFLIGHT_KERNEL = "sparktrace_preflight"
+PREFLIGHT_SOURCE = f'extern "C" __global__ void {PREFLIGHT_KERNEL}(int* p) {{ p[0] = 42; }}\n'
+NCU_VERSION_TIMEOUT_S = 30
+NCU_COUNTER_TIMEOUT_S = 60
+KEEP_LOOSE = ("measure.log", "summary.txt")  # left beside the archives in OUT
+
+
+# --------------------------------------------------------------------------- the output folder
+
+
+def out_dir_problem(out: Path, repo: Path) -> str:
+    """Why OUT may not be used (it is cleaned at the end), or ""."""
+    o, r = Path(out).resolve(), Path(repo).resolve()
+    if o == r or r in o.parents:
+        return (f"the output folder {o} is inside the repository {r}; the pass cleans its output folder down to the "
+                "archives, so give a folder outside the repository (on the GPU machine: \"$OUT\")")
+    if o in r.parents:
+        return f"the output folder {o} holds the repository {r}; cleaning it would delete the repository; give another folder"
+    return ""
+
+
+# --------------------------------------------------------------------------- preflight
+
+
+@dataclass
+class Step:
+    name: str
+    ok: bool
+    detail: str
+    seconds: float
+
+
+@dataclass
+class Preflight:
+    status: int = OK
+    steps: list[Step] = field(default_factory=list)
+    ncu_unusable: str = ""
+    ncu_metrics: str = "all"
+    ncu_path: str | None = None
+
+    def as_record(self) -> dict:
+        return {"status": self.status, "status_text": STATUS_TEXT.get(self.status, ""),
+                "steps": [vars(s) for s in self.steps],
+                "ncu": {"unusable": self.ncu_unusable, "metrics": self.ncu_metrics, "path": self.ncu_path}}
+
+    def reason(self) -> str:
+        bad = [s for s in self.steps if not s.ok]
+        return "; ".join(f"{s.name}: {s.detail}" for s in bad)
+
+
+def _step(pf: Preflight, name: str, fn: Callable[[], str], clock: Callable[[], float]) -> bool:
+    t0 = clock()
+    try:
+        detail, ok = fn(), True
+    except Exception as exc:
+        detail, ok = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, False
+    pf.steps.append(Step(name, ok, detail, clock() - t0))
+    return ok
+
+
+def device_check(importer: Callable[[], Any] | None = None) -> str:
+    """Import CuPy, find the device, compile and launch the one-line kernel; raises with the reason."""
+    from plugins.measure.device import compile_options, import_cupy, probe
+
+    status = probe(0, importer or import_cupy)
+    if not status.available:
+        raise RuntimeError(status.reason)
+    cp = (importer or import_cupy)()
+    launch_preflight_kernel(cp, compile_options(_cuda_path(cp)))
+    name = cp.cuda.runtime.getDeviceProperties(0).get("name", b"?")
+    return f"{name.decode(errors='replace') if isinstance(name, bytes) else name}: compiled and launched {PREFLIGHT_KERNEL}"
+
+
+def _cuda_path(cp: Any) -> str | None:
+    try:
+        return cp.cuda.get_cuda_path()
+    except Exception:
+        return None
+
+
+def launch_preflight_kernel(cp: Any, options: Sequence[str]) -> None:
+    mod = cp.RawModule(code=PREFLIGHT_SOURCE, options=tuple(options), backend="nvrtc")
+    buf = cp.zeros(1, dtype=cp.int32)
+    mod.get_function(PREFLIGHT_KERNEL)((1,), (1,), (buf,))
+    cp.cuda.Device().synchronize()
+    got = int(cp.asnumpy(buf)[0])
+    if got != 42:
+        raise RuntimeError(f"{PREFLIGHT_KERNEL} ran but wrote {got}, not 42")
+
+
+def counter_command(ncu: str, metrics: Sequence[str], python: str = sys.executable) -> list[str]:
+    """ncu reading the slip's metrics on the one-line kernel (what every slip will need)."""
+    return [ncu, "--clock-control", "none", "--metrics", ",".join(metrics),
+            "--kernel-name", f"regex:^({PREFLIGHT_KERNEL})$", "--launch-count", "1",
+            python, "-m", "plugins.measure.gpu_run", "launch"]
+
+
+def ncu_check(pf: Preflight, ncu_path: str | None, ncu_reason: str, run: Callable[..., Any], repo: Path,
+              clock: Callable[[], float], python: str = sys.executable) -> None:
+    """`ncu --version`, then the counters on the one-line kernel; sets `pf.ncu_unusable` or `pf.ncu_metrics`.
+
+    Only a missing ncu, a failing `--version` or a known profiler-wide message
+    (capture.PROFILER_WIDE) rules the slips out: a check that fails for a reason
+    not recognised is reported as inconclusive and the slips are still tried,
+    so a misread of ncu's output never costs every slip of the window."""
+    from plugins.measure.capture import METRICS, REQUIRED_METRICS, metric_rejection, profiler_wide_error
+    from plugins.measure.provenance import parse_ncu_version
+
+    pf.ncu_path = ncu_path
+    if ncu_path is None:
+        pf.steps.append(Step("ncu --version", False, ncu_reason, 0.0))
+        pf.ncu_unusable = ncu_reason
+        return
+
+    def version() -> str:
+        p = run([ncu_path, "--version"], capture_output=True, text=True, timeout=NCU_VERSION_TIMEOUT_S)
+        if p.returncode != 0:
+            raise RuntimeError(f"ncu --version exited {p.returncode}: {(p.stdout + p.stderr).strip()[-300:]}")
+        return parse_ncu_version(p.stdout + "\n" + p.stderr)
+
+    if not _step(pf, "ncu --version", version, clock):
+        pf.ncu_unusable = pf.steps[-1].detail
+        return
+
+    def counters(metrics: Sequence[str]) -> str:
+        p = run(counter_command(ncu_path, metrics, python), cwd=str(repo), capture_output=True, text=True,
+                timeout=NCU_COUNTER_TIMEOUT_S)
+        text = (p.stdout or "") + "\n" + (p.stderr or "")
+        if wide := profiler_wide_error(text):
+            raise ProfilerUnusable(wide)
+        if rejected := metric_rejection(text):
+            raise MetricRejected(rejected)
+        if p.returncode != 0:
+            raise RuntimeError(f"ncu exited {p.returncode}: {text.strip()[-300:]}")
+        if metrics[0] not in text:
+            raise RuntimeError(f"ncu ran but printed no {metrics[0]} (no kernel profiled?): {text.strip()[-300:]}")
+        return f"read {len(metrics)} metric(s) on {PREFLIGHT_KERNEL}"
+
+    t0 = clock()
+    try:
+        detail = counters(METRICS)
+        pf.steps.append(Step("ncu counters", True, detail, clock() - t0))
+    except MetricRejected as exc:
+        pf.steps.append(Step("ncu counters (every metric)", True, f"optional metric refused ({exc}); the required list is used", clock() - t0))
+        pf.ncu_metrics = "required"
+        if not _step(pf, "ncu counters (required metrics)", lambda: counters(REQUIRED_METRICS), clock):
+            pf.ncu_unusable = pf.steps[-1].detail
+    except ProfilerUnusable as exc:
+        pf.steps.append(Step("ncu counters", False, f"the profiler is unusable: {exc}", clock() - t0))
+        pf.ncu_unusable = str(exc)
+    except Exception as exc:  # no known profiler-wide message: the slips still try (each failure is reported)
+        pf.steps.append(Step("ncu counters", False, f"inconclusive, slips will still be tried: {type(exc).__name__}: {exc}",
+                             clock() - t0))
+
+
+class ProfilerUnusable(RuntimeError):
+    pass
+
+
+class MetricRejected(RuntimeError):
+    pass
+
+
+def preflight(out: Path, repo: Path, *, want_ncu: bool = True, allow_unknown_commit: bool = False,
+              env: Mapping[str, str] | None = None, importer: Callable[[], Any] | None = None,
+              run: Callable[..., Any] = subprocess.run, find: Callable[[], Any] | None = None,
+              clock: Callable[[], float] = time.monotonic) -> Preflight:
+    """A few seconds that decide whether the pass can run: the commit, the output folder,
+    CuPy and the device, the one-line kernel, ncu and its counters. Stops at the first
+    step that rules the pass out; an unusable profiler only rules out the slips."""
+    from plugins.measure.provenance import ProvenanceRefused, git_state
+
+    pf = Preflight()
+
+    def commit() -> str:
+        st = git_state(repo, env=env, allow_unknown_commit=allow_unknown_commit)
+        return f"git_commit {st['git_commit']}" + (f" ({'; '.join(st['overrides'])})" if st.get("overrides") else "")
+
+    def folder() -> str:
+        if why := out_dir_problem(out, repo):
+            raise RuntimeError(why)
+        return str(Path(out).resolve())
+
+    t0 = clock()
+    try:
+        pf.steps.append(Step("commit", True, commit(), clock() - t0))
+    except ProvenanceRefused as exc:
+        pf.steps.append(Step("commit", False, str(exc), clock() - t0))
+        pf.status = REFUSED
+        return pf
+    if not _step(pf, "output folder", folder, clock):
+        pf.status = REFUSED
+        return pf
+    if not _step(pf, "CUDA device", lambda: device_check(importer), clock):
+        pf.status = NO_DEVICE
+        return pf
+    if want_ncu:
+        from plugins.measure.capture import find_ncu
+
+        loc = (find or find_ncu)()
+        ncu_check(pf, loc.path, loc.reason, run, repo, clock)
+        if pf.ncu_unusable:
+            pf.status = NO_PROFILER
+    return pf
+
+
+# --------------------------------------------------------------------------- archives and the return limits
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What comes back from $OUT on the lent GPU machine (/work/.library/device/README.md)."""
+
+    max_files: int = 8
+    max_file_bytes: int = 16 * 1024 * 1024
+    max_total_bytes: int = 64 * 1024 * 1024
+    max_depth: int = 2  # folders below OUT: OUT/a/b/file comes back, OUT/a/b/c/file does not
+    slack_bytes: int = 1024 * 1024  # kept under each limit for tar and gzip's own bytes
+
+    @property
+    def part_bytes(self) -> int:
+        """Uncompressed bytes per archive: gzip can only grow incompressible input by a few bytes per 32 KiB."""
+        return self.max_file_bytes - self.slack_bytes
+
+
+NAME_OK = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def layout_problems(out: Path, limits: Limits = Limits()) -> list[str]:
+    """Every way the files now in OUT break the return limits (empty when all will come back)."""
+    out = Path(out)
+    files = sorted(p for p in out.rglob("*") if p.is_file() or p.is_symlink())
+    problems = []
+    if len(files) > limits.max_files:
+        problems.append(f"{len(files)} files in {out}, at most {limits.max_files} come back")
+    total = 0
+    for p in files:
+        rel = p.relative_to(out)
+        if p.is_symlink():
+            problems.append(f"{rel} is a link; links do not come back")
+            continue
+        size = p.stat().st_size
+        total += size
+        if size > limits.max_file_bytes:
+            problems.append(f"{rel} is {size} bytes, over the {limits.max_file_bytes} a file may have")
+        if len(rel.parts) - 1 > limits.max_depth:
+            problems.append(f"{rel} is {len(rel.parts) - 1} folders down, at most {limits.max_depth} come back")
+        bad = [part for part in rel.parts if not NAME_OK.match(part)]
+        if bad:
+            problems.append(f"{rel}: {bad[0]!r} has characters other than letters, digits, '.', '_' and '-'")
+    if total > limits.max_total_bytes:
+        problems.append(f"{total} bytes in {out}, at most {limits.max_total_bytes} come back")
+    return problems
+
+
+@dataclass(frozen=True)
+class ArchivePlan:
+    archives: tuple[tuple[str, tuple[str, ...]], ...]  # (archive name, member paths relative to OUT)
+    left_out: tuple[tuple[str, str], ...]  # (path, why)
+
+
+def plan_archives(groups: Sequence[tuple[str, Sequence[tuple[str, int]]]], loose: Sequence[tuple[str, int]],
+                  limits: Limits = Limits()) -> ArchivePlan:
+    """Pack `groups` ((archive prefix, [(path, bytes)] in priority order)) into archives
+    `<prefix>.tar.gz`, `<prefix>-2.tar.gz`, … so that with the `loose` files they stay
+    within `limits`: each archive holds at most `limits.part_bytes` of input, there are at
+    most max_files files in all, and the inputs plus a slack per archive total at most
+    max_total_bytes. What does not fit is left out, with why; earlier groups and files win."""
+    room_files = limits.max_files - len(loose)
+    room_bytes = limits.max_total_bytes - sum(s for _, s in loose)
+    parts: list[list] = []  # [name, [paths], input bytes]
+    left: list[tuple[str, str]] = []
+
+    def used() -> int:
+        return sum(q[2] + limits.slack_bytes for q in parts)
+
+    for prefix, files in groups:
+        mine: list[list] = []
+        for path, size in files:
+            if size > limits.part_bytes:
+                left.append((path, f"{size} bytes: larger than the {limits.part_bytes} one archive may hold"))
+                continue
+            target = next((q for q in mine if q[2] + size <= limits.part_bytes), None)
+            if target is not None and used() + size <= room_bytes:
+                target[1].append(path)
+                target[2] += size
+            elif len(parts) < room_files and used() + limits.slack_bytes + size <= room_bytes:
+                q = [f"{prefix}.tar.gz" if not mine else f"{prefix}-{len(mine) + 1}.tar.gz", [path], size]
+                parts.append(q)
+                mine.append(q)
+            else:
+                left.append((path, f"no room left under the return limits ({limits.max_files} files, "
+                                   f"{limits.max_total_bytes} bytes in all)"))
+    return ArchivePlan(tuple((q[0], tuple(q[1])) for q in parts), tuple(left))
+
+
+def _members(out: Path) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """(everything but the raw reports, the .ncu-rep reports), relative to OUT; the loose files excluded."""
+    keys, reps = [], []
+    for p in sorted(Path(out).rglob("*")):
+        if not p.is_file() or p.is_symlink():
+            continue
+        rel = p.relative_to(out).as_posix()
+        if rel in KEEP_LOOSE or (len(p.relative_to(out).parts) == 1 and p.name.startswith("measure-") and p.name.endswith(".tar.gz")):
+            continue
+        (reps if p.suffix == ".ncu-rep" else keys).append((rel, p.stat().st_size))
+    return keys, reps
+
+
+def _key_first(item: tuple[str, int]) -> tuple[int, str]:
+    """Keys and summaries first, then the slips' CSV and JSON, then the rest (logs, benchmark JSON)."""
+    path = item[0]
+    rank = 0 if "/measurements/" in path or path.startswith("reports/") or path == "preflight.json" else \
+        1 if path.startswith("slips/") else 2
+    return rank, path
+
+
+def write_archives(out: Path, limits: Limits = Limits(), priority: Sequence[str] = ()) -> ArchivePlan:
+    """Archive OUT's results next to the loose files; reports of families earlier in `priority` first."""
+    out = Path(out)
+    keys, reps = _members(out)
+    keys.sort(key=_key_first)
+    rank = {name: i for i, name in enumerate(priority)}
+    reps.sort(key=lambda f: (rank.get(Path(f[0]).name.split(".")[0], len(rank)), f[0]))
+    loose = [(n, (out / n).stat().st_size) for n in KEEP_LOOSE if (out / n).is_file()]
+    plan = plan_archives([("measure-keys", keys), ("measure-ncu-rep", reps)], loose, limits)
+    for old in out.glob("measure-*.tar.gz"):
+        old.unlink()
+    for name, members in plan.archives:
+        tmp = out / f".{name}.part"
+        with tarfile.open(tmp, "w:gz") as tar:
+            for m in members:
+                tar.add(out / m, arcname=m, recursive=False)
+        tmp.replace(out / name)
+    return plan
+
+
+def clean_loose(out: Path, repo: Path) -> None:
+    """Leave only the archives and KEEP_LOOSE in OUT (never when OUT and the repository overlap)."""
+    if why := out_dir_problem(out, repo):
+        raise RuntimeError(why)
+    for p in Path(out).iterdir():
+        if p.name in KEEP_LOOSE or (p.name.startswith("measure-") and p.name.endswith(".tar.gz")):
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+
+
+def cap_log(path: Path, limits: Limits = Limits()) -> None:
+    """Keep a log under the per-file limit: its last bytes, with a line saying so."""
+    if path.is_file() and path.stat().st_size > limits.part_bytes:
+        with path.open("rb") as f:
+            f.seek(-limits.part_bytes // 2, os.SEEK_END)
+            tail = f.read()
+        path.write_bytes(b"[log cut to its last bytes to fit the return limits]\n" + tail)
+
+
+# --------------------------------------------------------------------------- the summary and the exit status
+
+
+def read_summaries(out: Path) -> dict[str, dict[str, dict]]:
+    """reports/measure/<gpu>/<family>.json by gpu and family."""
+    found: dict[str, dict[str, dict]] = {}
+    for p in sorted((Path(out) / "reports" / "measure").glob("*/*.json")):
+        try:
+            data = json.loads(p.read_text())
+            found.setdefault(p.parent.name, {})[data["family"]] = data
+        except (OSError, ValueError, KeyError):
+            continue
+    return found
+
+
+def read_repeats(out: Path, gpu: str) -> dict[str, dict]:
+    found = {}
+    for p in sorted((Path(out) / "reports" / "measure" / gpu / "repeat").glob("*.json")):
+        try:
+            data = json.loads(p.read_text())
+            found[data["family"]] = data
+        except (OSError, ValueError, KeyError):
+            continue
+    return found
+
+
+def repeat_lines(repeats: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Which winners differ between the first pass and the repeat."""
+    if not repeats:
+        return ["repeat: none taken"]
+    done = {f: r for f, r in repeats.items() if r.get("status") == "measured"}
+    differ = sorted(f for f, r in done.items() if r.get("differs"))
+    kept_changed = sorted(f for f, r in done.items() if r.get("first_kept") is not None and r.get("kept") != r.get("first_kept"))
+    lines = [f"repeat: {len(done)} of {len(repeats)} families timed again (new inputs, new block order; "
+             f"{sum(1 for r in repeats.values() if r.get('status') == 'skipped')} skipped)"]
+    if differ:
+        lines.append("  WINNER DIFFERS: " + "; ".join(f"{f}: first {done[f]['first_winner']}, repeat {done[f]['winner']}" for f in differ))
+    elif done:
+        lines.append("  every repeated family has the same winner as the first pass")
+    if kept_changed:
+        lines.append("  kept/dropped changed: " + ", ".join(kept_changed))
+    for f, r in sorted(repeats.items()):
+        if r.get("status") != "measured":
+            lines.append(f"  {f}: {r.get('status')}: {r.get('reason', '')}")
+    return lines
+
+
+def pass_clock_lines(out: Path, outlier_fraction: float | None = None) -> list[str]:
+    """Blocks of the whole pass taken while throttled, or with an SM clock more than a few
+    percent from the median block of the pass (each key flags them against its own median too)."""
+    from plugins.measure.timing import CLOCK_OUTLIER_FRACTION
+
+    frac = CLOCK_OUTLIER_FRACTION if outlier_fraction is None else outlier_fraction
+    blocks = []
+    for p in sorted((Path(out) / "families").glob("*/measurements/*.json")):
+        try:
+            rec = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        for b in rec.get("protocol", {}).get("block_clocks", []):
+            blocks.append((rec.get("family", p.parent.parent.name), p.name, b))
+    clocks = [b["sm_clock_mhz"] for _, _, b in blocks if b.get("sm_clock_mhz") is not None]
+    if not clocks:
+        return ["clocks: no block clock was read (NVML unavailable or nothing timed)"]
+    median = statistics.median(clocks)
+    lines = [f"clocks: {len(clocks)} blocks, median SM clock {median:.0f} MHz, flag beyond {100 * frac:.0f}% or any throttle reason"]
+    for fam, name, b in blocks:
+        why = []
+        for when in ("start", "end"):
+            st = b.get(when) or {}
+            if st.get("throttle_reasons"):
+                why.append(f"throttled at {when}: {', '.join(st['throttle_reasons'])}")
+        mhz = b.get("sm_clock_mhz")
+        if mhz is not None and abs(mhz / median - 1) > frac:
+            why.append(f"{mhz:.0f} MHz, {100 * (mhz / median - 1):+.1f}% from the pass median")
+        if why:
+            lines.append(f"  {fam} ({name}) block {b.get('block')}: {'; '.join(why)}")
+    if len(lines) == 1:
+        lines.append("  no block flagged")
+    return lines
+
+
+def summary_text(out: Path) -> str:
+    from tabulate import tabulate
+
+    from plugins.measure.session import ERROR_PREFIXES, SUMMARY_HEADERS, summary_rows
+
+    lines = []
+    by_gpu = read_summaries(out)
+    if not by_gpu:
+        lines.append("no family was measured (see measure.log)")
+    for gpu, summaries in by_gpu.items():
+        rows = list(summaries.values())
+        lines.append(f"gpu: {gpu}")
+        lines += tabulate(summary_rows(rows), headers=SUMMARY_HEADERS, disable_numparse=True).splitlines()
+        for s in rows:
+            if s.get("gate_problems") or str(s.get("reason", "")).startswith(ERROR_PREFIXES) or s.get("slip") != "captured":
+                lines.append(f"  {s['family']}: {s.get('reason', '')} | gate: {s.get('gate_problems')} | slip: "
+                             f"{s.get('slip')} {s.get('slip_reason', '')}")
+            if s.get("fragile"):
+                lines.append(f"  {s['family']}: fragile: {s.get('fragile_reason', '')}")
+        lines += repeat_lines(read_repeats(out, gpu))
+    lines += pass_clock_lines(out)
+    return "\n".join(lines) + "\n"
+
+
+def exit_status(pytest_rc: int, summaries: Iterable[Mapping[str, Any]], preflight_status: int = OK,
+                slips_only: bool = False, layout: Sequence[str] = ()) -> tuple[int, list[str]]:
+    """The script's exit status and every reason that applies (PRECEDENCE picks the status)."""
+    rows = list(summaries)
+    found: dict[int, str] = {}
+    if slips_only:
+        wanted = [s for s in rows if not str(s.get("slip_reason", "")).startswith("already")]
+        if wanted and not any(s.get("slip") == "captured" for s in wanted):
+            found[NO_KEY] = "slips-only: no slip was captured"
+    elif not any(s.get("key") for s in rows):
+        found[NO_KEY] = "no measurement file was written"
+    if layout:
+        found[LAYOUT] = "; ".join(layout)
+    if pytest_rc in (2, 124, 130, 137):
+        found[INTERRUPTED] = f"pytest was interrupted (exit {pytest_rc}): the hard timeout, or a signal"
+    elif pytest_rc == 1:
+        found[TESTS_FAILED] = "pytest reported failed tests"
+    elif pytest_rc not in (0, 5) or (pytest_rc == 5 and not rows):
+        found[PYTEST_ERROR] = f"pytest exited {pytest_rc}"
+    if preflight_status == NO_PROFILER:
+        found[NO_PROFILER] = "the preflight found the profiler unusable; no slip was taken"
+    left = sorted(s["family"] for s in rows if str(s.get("slip_reason", "")).startswith("time budget"))
+    if left:
+        found[SLIPS_LEFT] = f"slips skipped for time: {', '.join(left)}"
+    for code in PRECEDENCE:
+        if code in found:
+            return code, [f"{c} {found[c]}" for c in PRECEDENCE if c in found]
+    return OK, []
+
+
+def slip_priority_order(out: Path) -> list[str]:
+    from plugins.measure.session import slip_priority
+
+    rows = [s for g in read_summaries(out).values() for s in g.values()]
+    return [s["family"] for s in sorted(rows, key=lambda s: (slip_priority(s), s["family"]))]
+
+
+def finish(out: Path, repo: Path, pytest_rc: int, *, keep_loose: bool = False, state_dir: Path | None = None,
+           slips_only: bool = False, limits: Limits = Limits(), emit: Callable[[str], None] = log.warning) -> int:
+    """Summary, archives, cleaning, the layout check and the exit status (printed with its reasons)."""
+    out = Path(out)
+    pre = json.loads((out / "preflight.json").read_text()) if (out / "preflight.json").is_file() else {}
+    text = summary_text(out)
+    write_text_atomic(out / "summary.txt", text)
+    emit(text.rstrip("\n"))
+    rows = [s for g in read_summaries(out).values() for s in g.values()]
+    if state_dir is not None:
+        save_state(out, state_dir, merge=slips_only)
+    cap_log(out / "measure.log", limits)
+    plan = write_archives(out, limits, slip_priority_order(out))
+    for path, why in plan.left_out:
+        emit(f"NOT ARCHIVED (will not come back): {path}: {why}")
+    if not keep_loose:
+        clean_loose(out, repo)
+    problems = layout_problems(out, limits) if not keep_loose else []
+    code, reasons = exit_status(pytest_rc, rows, int(pre.get("status", OK)), slips_only, problems)
+    tail = [f"archives: {', '.join(n for n, _ in plan.archives) or 'none'}"]
+    if plan.left_out:
+        tail.append(f"left out of the archives: {', '.join(p for p, _ in plan.left_out)}")
+    tail.append(f"exit status {code}: {STATUS_TEXT[code]}")
+    tail += [f"  {r}" for r in reasons]
+    with (out / "summary.txt").open("a") as f:
+        f.write("\n".join(tail) + "\n")
+    emit("\n".join(tail))
+    return code
+
+
+def save_state(out: Path, state_dir: Path, merge: bool = False) -> None:
+    """Copy the per-family summaries where a slips-only command in the same lease finds them.
+    `merge` (a slips-only pass): keep the first pass's summaries and mark the slips now captured."""
+    src = Path(out) / "reports" / "measure"
+    if not src.is_dir():
+        return
+    dst = Path(state_dir) / "reports" / "measure"
+    if not merge or not dst.is_dir():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if dst.exists():
+            shutil.rmtree(dst)
+        shutil.copytree(src, dst)
+        return
+    for p in sorted(src.glob("*/*.json")):
+        new = json.loads(p.read_text())
+        target = dst / p.parent.name / p.name
+        if new.get("slip") != "captured":
+            continue
+        old = json.loads(target.read_text()) if target.is_file() else new
+        write_json_atomic(target, {**old, "slip": "captured", "slip_reason": "", "slip_files": new.get("slip_files", [])})
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m plugins.measure.gpu_run", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check-out")
+    c.add_argument("out")
+    p = sub.add_parser("preflight")
+    p.add_argument("out")
+    p.add_argument("--no-ncu", action="store_true")
+    p.add_argument("--allow-unknown-commit", action="store_true")
+    sub.add_parser("launch")
+    f = sub.add_parser("finish")
+    f.add_argument("out")
+    f.add_argument("--pytest-rc", type=int, required=True)
+    f.add_argument("--keep-loose", action="store_true")
+    f.add_argument("--state-dir", default=None)
+    f.add_argument("--slips-only", action="store_true")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    repo = Path(__file__).resolve().parents[2]
+    if args.cmd == "check-out":
+        why = out_dir_problem(Path(args.out), repo)
+        if why:
+            log.error("refused: %s", why)
+        return REFUSED if why else OK
+    if args.cmd == "launch":
+        from plugins.measure.device import compile_options, import_cupy
+
+        cp = import_cupy()
+        launch_preflight_kernel(cp, compile_options(_cuda_path(cp)))
+        return OK
+    if args.cmd == "preflight":
+        out = Path(args.out)
+        pf = preflight(out, repo, want_ncu=not args.no_ncu, allow_unknown_commit=args.allow_unknown_commit)
+        for s in pf.steps:
+            log.warning("preflight %-28s %s  %.1f s  %s", s.name, "ok  " if s.ok else "FAIL", s.seconds, s.detail)
+        if pf.status != REFUSED:  # never write into a folder that was refused
+            write_json_atomic(out / "preflight.json", pf.as_record())
+        if pf.status != OK:
+            log.warning("preflight: exit %d: %s: %s", pf.status, STATUS_TEXT[pf.status], pf.reason())
+        return pf.status
+    if args.cmd == "finish":
+        return finish(Path(args.out), repo, args.pytest_rc, keep_loose=args.keep_loose,
+                      state_dir=Path(args.state_dir) if args.state_dir else None, slips_only=args.slips_only)
+    return REFUSED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""A finished scoring run exits 0 whatever the score (issue 10, item 9).
+
+`python -m plugins.score run` (what `make run` and `make dry-run` call) reads
+the junit sheet: misses are the result; errors, fatal model errors, omitted
+items and usage errors are not. `pytest --model` keeps pytest's codes. The
+runs use the baselines on the SYNTHETIC FIXTURE items (answers arbitrary).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from plugins.items.build import read_jsonl
+from plugins.score.runexit import read_sheet, run_exit_code
+
+ROOT = Path(__file__).resolve().parents[2]
+ITEMS = Path(__file__).parents[1] / "fixtures" / "scoring" / "synthetic_items.jsonl"  # SYNTHETIC FIXTURE
+
+
+@pytest.fixture
+def scoring_project(project):
+    shutil.copy(ROOT / "tests" / "score" / "test_items_model.py", project.path / "tests")
+    shutil.copy(ITEMS, project.path / "items.jsonl")
+    return project
+
+
+def wrapper(project, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(project.path)}
+    return subprocess.run([sys.executable, "-m", "plugins.score", "run", "-p", "no:cacheprovider", "--items", "items.jsonl", *args],
+                          cwd=project.path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_misses_are_the_score_not_a_failure(scoring_project):
+    answers = [it.answer for it in read_jsonl(ITEMS)]
+    assert "A" in answers and set(answers) != {"A"}, "the fixture must give always-a both hits and misses"
+    direct = scoring_project.runpytest_subprocess("-p", "no:cacheprovider", "--items", "items.jsonl", "--model", "always-a",
+                                                  "--junitxml=direct.xml", timeout=180)
+    assert direct.ret == 1  # pytest --model keeps pytest's code: misses fail their tests
+    counts = read_sheet(scoring_project.path / "direct.xml")
+    assert counts.misses == answers.count("B") + answers.count("C") + answers.count("D") and not counts.broken
+    r = wrapper(scoring_project, "--model", "always-a", "--junitxml=run.xml")
+    assert r.returncode == 0, r.stderr
+    assert re.search(rf"run completed: {len(answers)} item\(s\) scored, {counts.misses} missed", r.stderr)
+
+
+def test_usage_error_keeps_its_code(scoring_project):
+    r = wrapper(scoring_project, "--model", "always-a", "--passes", "0")
+    assert r.returncode == 4 and "usage error" in r.stderr
+
+
+def test_dead_server_is_not_a_completed_run(scoring_project):
+    (scoring_project.path / "reg.toml").write_text(
+        '[models.dead]\nbase_url = "http://127.0.0.1:9/v1"\nmodel_id = "nobody"\nmax_attempts = 1\n')
+    r = wrapper(scoring_project, "--model", "dead", "--registry", "reg.toml", "-x")
+    assert r.returncode == 1 and "omitted" in r.stderr, r.stderr
+
+
+def test_an_erroring_test_is_not_a_miss(scoring_project):
+    (scoring_project.path / "tests" / "conftest.py").write_text(
+        "import pytest\n\n@pytest.fixture(autouse=True)\ndef broken():\n    raise RuntimeError('fixture broke')\n")
+    r = wrapper(scoring_project, "--model", "always-a")
+    assert r.returncode == 1 and "broke, not scored" in r.stderr and "fixture broke" in r.stderr
+
+
+def test_no_arguments_is_a_usage_error():
+    r = subprocess.run([sys.executable, "-m", "plugins.score"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 4 and "usage: python -m plugins.score run" in r.stderr
+
+
+@pytest.mark.parametrize("code", [2, 3, 4, 5])
+def test_pytest_errors_pass_through(code, tmp_path):
+    assert run_exit_code(code, tmp_path / "missing.xml").code == code
+
+
+def test_exit_one_without_a_sheet_is_an_error(tmp_path):
+    assert run_exit_code(1, tmp_path / "missing.xml").code == 1
+    (tmp_path / "bad.xml").write_text("<testsuites><testsuite>")
+    assert run_exit_code(1, tmp_path / "bad.xml").code == 1
+
+
+def test_make_run_and_dry_run_use_the_wrapper():
+    make = (ROOT / "Makefile").read_text()
+    for target in ("run", "dry-run"):
+        recipe = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", make, re.M).group(1)
+        assert "-m plugins.score run" in recipe and "pytest -v" not in recipe, recipe
