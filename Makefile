@@ -34,9 +34,9 @@ run: $(VENV)/.local-model
 dry-run: $(VENV)/.local-model
 	$(BIN)/python -m plugins.score run -v --model local --key-intended --run-dir=reports/runs/local-intended --junitxml=reports/runs/local-intended/junit.xml
 
-# The CPU suite in parallel, then the CPU-stage benchmarks timed serially.
+# The CPU suite in parallel over every family set, then the CPU-stage benchmarks timed serially.
 test: $(VENV)/.local-model
-	$(BIN)/pytest -n $(JOBS)
+	$(BIN)/pytest -n $(JOBS) --set all
 	$(BIN)/pytest tests/family/test_bench_cpu.py --benchmark-only --benchmark-json=reports/bench-cpu.json -q
 
 # Every CPU check of one family, one summary line per check (families/README.md):

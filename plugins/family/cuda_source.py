@@ -66,8 +66,9 @@ class KernelSignature:
 class SourceError(ValueError):
     """A kernel source that cannot be read as SparkTrace expects."""
 
-    def __init__(self, message: str, line: int | None = None):
+    def __init__(self, message: str, line: int | None = None, fix: str | None = None):
         self.line = line
+        self.fix = fix  # how to correct it, when it differs from the caller's general advice
         super().__init__(message)
 
 
@@ -312,8 +313,9 @@ def _parse_param(text: str, kernel: str) -> Param:
     base = " ".join(t for t in head if t not in _QUALIFIERS and t != "*")
     if base not in CTYPE_DTYPES:
         raise SourceError(
-            f"kernel {kernel}: parameter {name} has type {base!r}; "
-            f"use one of {sorted(set(CTYPE_DTYPES))}"
+            f"kernel {kernel}: parameter {name} has type {base!r}, which SparkTrace does not pass",
+            fix=f"use one of {sorted(set(CTYPE_DTYPES))} (families/README.md, 'Pointer and scalar types'); "
+            "long long for a count past 2^31",
         )
     return Param(name=name, ctype=base, pointer=bool(pointer), const=const)
 
@@ -343,7 +345,7 @@ def kernel_signatures(src: str) -> dict[str, KernelSignature]:
                 _parse_param(p, name) for p in plist.split(",") if p.strip() and p.strip() != "void"
             )
         except SourceError as exc:
-            raise SourceError(str(exc), line) from None
+            raise SourceError(str(exc), line, exc.fix) from None
         if name in found:
             raise SourceError(f"kernel {name} is defined twice", line)
         try:
@@ -352,3 +354,35 @@ def kernel_signatures(src: str) -> dict[str, KernelSignature]:
             raise SourceError(str(exc), line) from None
         found[name] = KernelSignature(name=name, params=params, cluster=cluster)
     return found
+
+
+# Constructs the source conventions restrict (families/README.md): each as
+# (kind, pattern over code without comments or literals, what it is). The
+# manifest decides per family set and candidate which kinds are errors.
+_RESTRICTED = (
+    ("launch_bounds", re.compile(r"\b(?:__launch_bounds__|__maxnreg__)\b"), "__launch_bounds__ / __maxnreg__"),
+    ("asm", re.compile(r"\b(?:asm|__asm__|__asm)\b"), "inline assembly (asm)"),
+)
+_GLOBAL = re.compile(r"\b__global__\b")
+_EXTERN_C_GLOBAL = re.compile(r'extern\s+"C"\s+' + _ATTR + r"__global__$")
+
+
+def restricted_constructs(src: str) -> list[tuple[int, str, str]]:
+    """(line, kind, what) for each restricted construct, in source order: kinds
+    `launch_bounds`, `asm` and `not_extern_c` (a __global__ without extern "C").
+
+    Why: inline PTX otherwise surfaces as an assembler error from the emulator,
+    and a __global__ without extern "C" as a kernel "not defined".
+    """
+    code = blank_comments(src)
+    code_only = "".join(
+        code[s.start:s.end] if s.kind == "code" else " " * (s.end - s.start) for s in segments(code)
+    )  # string and character literals blanked too: "asm" in a string is not assembly
+    found = []
+    for kind, pattern, what in _RESTRICTED:
+        for m in pattern.finditer(code_only):
+            found.append((_line_of(src, m.start()), kind, what))
+    for m in _GLOBAL.finditer(code_only):
+        if not _EXTERN_C_GLOBAL.search(" ".join(code[max(0, m.start() - 200):m.end()].split())):
+            found.append((_line_of(src, m.start()), "not_extern_c", '__global__ without extern "C"'))
+    return sorted(found)

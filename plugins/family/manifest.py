@@ -19,11 +19,13 @@ from typing import Any, Callable, Iterable, Mapping
 
 from plugins.family.compile import ARCHS
 from plugins.family.cuda_source import (
+    CTYPE_DTYPES,
     POINTER_ONLY_CTYPES,
     KernelSignature,
     SourceError,
     check_brackets,
     kernel_signatures,
+    restricted_constructs,
     strip_comments,
     surviving_comment_markers,
 )
@@ -264,6 +266,9 @@ def _rel(path: Path) -> str:
 def read_text(path: Path) -> str:
     """A family file as UTF-8 text, or one FamilyError naming the first bad byte."""
     data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise FamilyError(_rel(path), "", "starts with a UTF-8 byte-order mark (bytes EF BB BF), which TOML, NVRTC "
+                          "and the prompts do not expect", "save the file as UTF-8 without a BOM", 1)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -281,7 +286,19 @@ def _check_fields(table: Mapping[str, Any], allowed: set[str], required: set[str
             raise FamilyError(file, f"{where}{key}", f"unknown field {key!r}", f"use one of {sorted(allowed)}")
     for key in sorted(required):
         if key not in table:
-            raise FamilyError(file, f"{where}{key}", "missing required field", f"add '{key} = ...'")
+            how = f"a [[{where.split('[')[0].rstrip('.')}.launch]] table" if key == "launch" else _TABLE_FIELDS.get(key, repr(key + " = ..."))
+            raise FamilyError(file, f"{where}{key}", "missing required field", f"add {how}")
+
+
+# Required fields that are tables: how to add one (families/README.md, family.toml).
+_TABLE_FIELDS = {
+    "sizes": "[sizes.timing], [[sizes.gate]] and [[sizes.tiny]] tables", "buffers": "a [buffers.NAME] table",
+    "start": "a [start] table with file = \"kernel.cu\" and its [[start.launch]]",
+    "rewrites": "four [[rewrites]] tables", "wrong": "at least one [[wrong]] table (and its file under wrong/)",
+    "intended": "an [intended] table with winner and reasoning",
+    "timing": "a [sizes.timing] table", "gate": "one to three [[sizes.gate]] tables",
+    "tiny": "one to three [[sizes.tiny]] tables",
+}
 
 
 def _expect(value: Any, kind: type | tuple[type, ...], file: str, field_: str, what: str) -> Any:
@@ -309,6 +326,79 @@ def load_reference(path: Path) -> ModuleType:
             raise FamilyError(_rel(path), fn, "function is missing", f"define {fn}(...) as documented in families/README.md")
     sys.modules.setdefault(name, module)
     return module
+
+
+def _check_reference(fam: Family, module: ModuleType) -> None:
+    """make_inputs, reference, naive (and error_scale) keep their contract on the first tiny size set.
+
+    Why at load time: a wrong key, dtype or length otherwise fails every gate
+    case of the family with a bare KeyError, once per candidate.
+    """
+    import numpy as np
+
+    from plugins.family.dtypes import np_dtype
+
+    path = fam.path / "reference.py"
+    rel, where = _rel(path), "sizes.tiny[0]"
+    shape = fam.shapes("tiny")[0]
+    counts = fam.buffer_counts(shape)
+    doc = "families/README.md, 'reference.py'"
+    inputs = _call_reference(module, path, "make_inputs", where, shape, np.random.default_rng(0), dict(shape))
+    want = sorted(b.name for b in fam.buffers if b.role == "input")
+    if not isinstance(inputs, dict) or sorted(inputs) != want:
+        got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+        raise FamilyError(rel, "make_inputs", f"returns {got}, but the input buffers are {want}",
+                          f"return a dict with one array per input buffer ({doc})", _def_line(module, "make_inputs"))
+    for name in want:
+        arr, b = np.asarray(inputs[name]), fam.buffer(name)
+        if arr.dtype != np_dtype(b.dtype):
+            raise FamilyError(rel, "make_inputs", f"returns {name} as {arr.dtype}, but [buffers.{name}] is {b.dtype}",
+                              f"return it as {b.dtype} (.astype({_dtype_spelling(np_dtype(b.dtype))}))",
+                              _def_line(module, "make_inputs"))
+        if arr.size != counts[name]:
+            raise FamilyError(rel, "make_inputs", f"returns {arr.size} elements of {name} for {where} {shape}, but its "
+                              f"count {b.count!r} is {counts[name]}", "return exactly count elements", _def_line(module, "make_inputs"))
+    scaled = sorted(b.name for b in fam.outputs if b.tolerance is not None and b.tolerance.kind == "scaled")
+    outs = sorted(b.name for b in fam.outputs)
+    for fn, keys in (("reference", outs), ("naive", outs), *((("error_scale", scaled),) if scaled else ())):
+        if not callable(getattr(module, fn, None)):
+            raise FamilyError(rel, fn, f"function is missing (the tolerance of {scaled} is scaled)",
+                              f"define {fn}(inputs, shape) ({doc})")
+        copies = {k: np.array(v, copy=True) for k, v in inputs.items()}  # a reference that writes its inputs harms no one
+        out = _call_reference(module, path, fn, where, shape, copies, dict(shape))
+        missing = [k for k in keys if not isinstance(out, dict) or k not in out]
+        if missing:
+            got = sorted(out) if isinstance(out, dict) else type(out).__name__
+            raise FamilyError(rel, fn, f"returns {got}, which lacks {missing}",
+                              f"return a dict with one array per output buffer {keys} ({doc})", _def_line(module, fn))
+        for k in keys if fn != "error_scale" else ():
+            size = np.asarray(out[k]).size
+            if size != counts[k]:
+                raise FamilyError(rel, fn, f"returns {size} elements of {k} for {where} {shape}, but its count "
+                                  f"{fam.buffer(k).count!r} is {counts[k]}", "return one value per element of the output",
+                                  _def_line(module, fn))
+
+
+def _def_line(module: ModuleType, fn: str) -> int | None:
+    """The line of `def fn` in reference.py, for an error about what it returns."""
+    code = getattr(getattr(module, fn, None), "__code__", None)
+    return code.co_firstlineno if code is not None else None
+
+
+def _dtype_spelling(dt: Any) -> str:
+    """How reference.py names a dtype: np.float32, ml_dtypes.bfloat16."""
+    module = dt.type.__module__.split(".")[0]
+    return f"{'np' if module == 'numpy' else module}.{dt.type.__name__}"
+
+
+def _call_reference(module: ModuleType, path: Path, fn: str, where: str, shape: Mapping[str, Any], *args: Any) -> Any:
+    """A reference.py function called on a tiny size set; its exception becomes one FamilyError at its line."""
+    try:
+        return getattr(module, fn)(*args)
+    except Exception as exc:  # a family's own code: report it with its line, never crash collection
+        hint = f" (shape holds {sorted(shape)})" if isinstance(exc, KeyError) else ""
+        raise FamilyError(_rel(path), fn, f"raised {type(exc).__name__}: {_exc_text(exc)} for {where} {dict(shape)}{hint}",
+                          "fix that line (families/README.md, 'reference.py')", _reference_line(path, exc)) from None
 
 
 def _reference_line(path: Path, exc: BaseException) -> int | None:
@@ -408,16 +498,23 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
         check_brackets(source)
     except SourceError as exc:
         raise FamilyError(_rel(path), "", str(exc), "add or remove the bracket so that every (, [ and { is closed", exc.line) from None
+    if not source.strip():
+        raise FamilyError(_rel(path), "", "file is empty", f"write the kernel(s) that '{where}launch' runs")
+    for line, kind, what in restricted_constructs(source):
+        if kind == "not_extern_c":
+            raise FamilyError(_rel(path), "", f"uses {what}, so NVRTC mangles its name", 'declare every entry point as extern "C" __global__ void kN(...)', line)
     try:
         sigs = kernel_signatures(source)
     except SourceError as exc:
-        raise FamilyError(_rel(path), "", str(exc), 'declare kernels as extern "C" __global__ void name(...)', exc.line) from None
+        raise FamilyError(_rel(path), "", str(exc), exc.fix or 'declare kernels as extern "C" __global__ void name(...)', exc.line) from None
     markers = surviving_comment_markers(source) if role != "wrong" else []  # only start and rewrites reach a prompt
     if markers:
         line, marker, text = markers[0]
+        fix = ("C++ comments do not nest: the first '*/' ends the comment, so remove the inner '/*' or the extra '*/'"
+               if marker == "*/" and '"' not in text else
+               "move that text out of the string literal, or report the stripping bug")
         raise FamilyError(
-            _rel(path), "", f"{marker!r} survives comment stripping in {text!r}, so the prompt would show it",
-            "move that text out of the string literal, or report the stripping bug", line,
+            _rel(path), "", f"{marker!r} survives comment stripping in {text!r}, so the prompt would show it", fix, line,
         )
     text = raw.get("text", raw.get("defect", ""))
     _expect(text, str, file, where + ("text" if role == "rewrite" else "defect"), "a string")
@@ -507,6 +604,14 @@ def _validate_plan(fam: Family, cand: Candidate, file: str, where: str) -> None:
                     raise FamilyError(file, w + "args", f"{a} is not a number", "give it a numeric value")
                 if p.ctype not in ("float", "double") and not isinstance(value, int):
                     raise FamilyError(file, w + "args", f"{a} = {value!r} is passed to integer parameter {p.ctype} {p.name}", "pass an integer size or param")
+    launched = {launch.kernel for launch in cand.launches}
+    for kname in cand.signatures:
+        if kname not in launched:
+            raise FamilyError(
+                _rel(cand.path), "", f"defines entry point {kname}, which no launch of [{where[:-1]}] runs, so the prompt "
+                "would show code that never runs", f"remove {kname}, or add a launch of it to [{where[:-1]}] in family.toml",
+                _first_line(cand.source, kname),
+            )
     for i, launch in enumerate(cand.launches):
         cluster = cand.signatures[launch.kernel].cluster
         if cluster is None:
@@ -534,16 +639,53 @@ def _validate_plan(fam: Family, cand: Candidate, file: str, where: str) -> None:
             for sm in SM_COUNTS_CHECKED:
                 for i, launch in enumerate(cand.launches):
                     w = f"{where}launch[{i}]"
+                    names = {**shape, "sm_count": sm}
+                    for fname, exprs in (("grid", launch.grid), ("block", launch.block), ("shared_bytes", (launch.shared_bytes,))):
+                        for e in exprs:
+                            try:
+                                evaluate_int(e, names)
+                            except (ExprError, ZeroDivisionError, TypeError, OverflowError) as exc:
+                                raise FamilyError(file, f"{w}.{fname}", f"cannot be evaluated for sizes.{kind}[{k}]: {exc}", _expr_fix(exc)) from None
                     try:
                         r = fam.resolve(cand, shape, sm)[i]
                     except (ExprError, KeyError, ZeroDivisionError, TypeError) as exc:
                         raise FamilyError(file, w, f"cannot be evaluated for sizes.{kind}[{k}]: {exc}", "use names from [sizes] and [params], or sm_count") from None
                     if r.threads_per_block > MAX_THREADS or any(b > m for b, m in zip(r.block, MAX_BLOCK)):
                         raise FamilyError(file, w + ".block", f"block {r.block} exceeds CUDA's limits for sizes.{kind}[{k}]", "use at most 1024 threads per block")
-                    if any(g < 1 for g in r.grid + r.block) or any(g > m for g, m in zip(r.grid, MAX_GRID)):
+                    if any(b < 1 for b in r.block):
+                        raise FamilyError(file, w + ".block", f"block {r.block} has a dimension below 1 for sizes.{kind}[{k}]", "use 1 to 1024 threads per block")
+                    if any(g < 1 for g in r.grid) or any(g > m for g, m in zip(r.grid, MAX_GRID)):
                         raise FamilyError(file, w + ".grid", f"grid {r.grid} is outside CUDA's limits for sizes.{kind}[{k}] with {sm} SMs", "keep every grid dimension >= 1, y and z <= 65535")
                     if not 0 <= r.shared_bytes <= MAX_DYNAMIC_SHARED:
                         raise FamilyError(file, w + ".shared_bytes", f"{r.shared_bytes} bytes for sizes.{kind}[{k}]", "use 0 to 49152 bytes of dynamic shared memory")
+                    for arg in r.args:
+                        lo_hi = _INT_RANGES.get(CTYPE_DTYPES.get(getattr(arg, "ctype", ""), ""))
+                        if lo_hi and not lo_hi[0] <= arg.value <= lo_hi[1]:
+                            raise FamilyError(
+                                file, w + ".args", f"{arg.name} = {arg.value} at sizes.{kind}[{k}] does not fit the "
+                                f"{arg.ctype} parameter of {launch.kernel}",
+                                "declare that parameter long long (families/README.md, 'Pointer and scalar types'), "
+                                "or use a smaller size")
+
+
+def _expr_fix(exc: Exception) -> str:
+    """How to correct a launch expression, by what went wrong with it."""
+    text = str(exc)
+    if isinstance(exc, ZeroDivisionError):
+        return "keep every divisor non-zero at every size set (sizes.timing, gate and tiny)"
+    if "not an integer" in text:
+        return "divide with // or cdiv(a, b): a launch dimension is an integer"
+    if "unknown name" in text:
+        return "use names from [sizes.timing] and [params], or sm_count"
+    if "cannot parse" in text:
+        return "correct the expression's syntax (families/README.md: integers, sizes, params, cdiv, min, max)"
+    return "use + - * // %, cdiv(a, b), min and max over sizes, params and sm_count"
+
+
+_INT_RANGES = {
+    "int32": (-2**31, 2**31 - 1), "uint32": (0, 2**32 - 1), "int64": (-2**63, 2**63 - 1),
+    "uint64": (0, 2**64 - 1), "uint8": (0, 255),
+}
 
 
 def _hard_fields(raw: Mapping[str, Any], file: str, name: str, ids: list[str]) -> tuple[tuple[str, ...], dict[str, str], str]:
@@ -578,6 +720,24 @@ def _hard_fields(raw: Mapping[str, Any], file: str, name: str, ids: list[str]) -
     return tuple(targets), gpu_only, pair
 
 
+def _check_restricted(fam: Family, file: str) -> None:
+    """Launch bounds and inline PTX where the source conventions allow them (families/README.md):
+    launch bounds never in the classic set and, in the hard set, only in a rewrite
+    whose option text names them; `asm` only in a candidate the emulator skips (`gpu_gate_only`)."""
+    for c in fam.all_candidates:
+        for line, kind, what in restricted_constructs(c.source):
+            if kind == "asm" and c.id not in fam.gpu_gate_only:
+                raise FamilyError(_rel(c.path), "", f"uses {what}, which the CPU emulator cannot run",
+                                  "write it in CUDA C++, or (hard set) list the candidate in gpu_gate_only "
+                                  "with the reason", line)
+            if kind == "launch_bounds" and fam.set == DEFAULT_SET:
+                raise FamilyError(_rel(c.path), "", f"uses {what} in a {DEFAULT_SET} family",
+                                  "remove it: classic candidates differ in their code, not in compiler limits", line)
+            if kind == "launch_bounds" and c.role == "rewrite" and not re.search(r"launch.?bounds|maxnreg", c.text, re.I):
+                raise FamilyError(_rel(c.path), "", f"uses {what}, which its option text does not name",
+                                  "say so in the option text (a model reads the text and the code)", line)
+
+
 def _check_shown_text(fam: Family, file: str) -> None:
     """Every text a model reads, against the word list (leak_words.toml): one error for the first hit."""
     words = f"reword it without {LEAK_WORDS_FILE.name}'s words (families/README.md, 'Words a model must not read')"
@@ -590,6 +750,8 @@ def _check_shown_text(fam: Family, file: str) -> None:
             raise FamilyError(file, f"rewrites[{i}].text", f"option text uses {leaks}, which tell the reader about speed", f"describe the mechanism only; {words}")
         if not r.text:
             raise FamilyError(file, f"rewrites[{i}].text", "is empty", "describe the rewrite in one line")
+        if "\n" in r.text:
+            raise FamilyError(file, f"rewrites[{i}].text", f"spans {r.text.count(chr(10)) + 1} lines", "write the option on one line")
     for kind, names in (("buffers", [b.name for b in fam.buffers]), ("sizes.timing", list(fam.timing)), ("params", list(fam.params))):
         bad = _name_leaks(names)
         if bad:
@@ -653,6 +815,10 @@ def load_family(fam_dir: Path) -> Family:
             for key in s:
                 if key not in timing and key not in params:
                     raise FamilyError(file, f"sizes.{kind}[{i}].{key}", "is neither a size in [sizes.timing] nor a param", "declare it in [sizes.timing] or [params]")
+                if key in timing:
+                    _expect(s[key], int, file, f"sizes.{kind}[{i}].{key}", "an integer size")
+                else:
+                    _expect(s[key], (int, float), file, f"sizes.{kind}[{i}].{key}", "a number")
             for key in timing:
                 if key not in s:
                     raise FamilyError(file, f"sizes.{kind}[{i}].{key}", "missing size", f"every size set gives {sorted(timing)}")
@@ -748,8 +914,9 @@ def load_family(fam_dir: Path) -> Family:
     for c in (start, *rewrites, *wrong):
         where = "start." if c.role == "start" else f"{'rewrites' if c.role == 'rewrite' else 'wrong'}[{[x.id for x in (rewrites if c.role == 'rewrite' else wrong)].index(c.id)}]."
         _validate_plan(fam, c, file, where)
+    _check_restricted(fam, file)
     _check_shown_text(fam, file)
-    load_reference(fam_dir / "reference.py")
+    _check_reference(fam, load_reference(fam_dir / "reference.py"))
     return fam
 
 
@@ -796,6 +963,13 @@ def discover(root: Path, sets: tuple[str, ...] | None = None) -> tuple[Discovere
         except OSError as exc:  # unreadable file or directory: that family's error, not the session's
             where = exc.filename or d
             found.append(Discovered(d.name, d, None, FamilyError(_rel(Path(where)), "", f"cannot be read: {exc.strerror or exc}", "make it readable")))
+        except Exception as exc:  # a check that missed a case: still this family's error, never the session's
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            found.append(Discovered(d.name, d, None, FamilyError(
+                _rel(d / "family.toml"), "", f"could not be validated: {type(exc).__name__}: {_exc_text(exc)} "
+                f"(in {Path(frame.filename).name}:{frame.lineno})",
+                "check the field types against families/README.md; the validator should have named the field, so "
+                "please report this case")))
     return tuple(found)
 
 

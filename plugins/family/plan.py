@@ -82,7 +82,9 @@ def evaluate(expr: Number | str, names: Mapping[str, Number]) -> Number:
             and not node.keywords
         ):
             return _FUNCS[node.func.id](*(ev(a) for a in node.args))
-        raise ExprError(f"{expr!r}: {ast.dump(node)[:40]}... is not allowed (use + - * // % cdiv min max)")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            raise ExprError(f"function {node.func.id!r} in {expr!r} is not allowed (only cdiv, min and max)")
+        raise ExprError(f"{ast.unparse(node)!r} in {expr!r} is not allowed (use + - * // % cdiv min max)")
 
     return ev(tree)
 

@@ -58,7 +58,7 @@ class CheckTally:
 # What to do when a check fails, for the checks a family author meets.
 HINTS = {
     "test_family_is_valid": "fix family.toml or the file named above (families/README.md)",
-    "test_compiles": "fix the code, or declare deliberate local memory with allow_local = true",
+    "test_compiles": "fix the code at the line named above; for local memory that is the point of a candidate, declare allow_local = true",
     "test_entry_points_match_manifest": "declare every kernel parameter plainly",
     "test_reference_matches_naive": "make reference() and naive() agree in reference.py",
     "test_gate_shapes_give_nondegenerate_references": "choose inputs whose outputs are not all zero",

@@ -7,7 +7,8 @@ with `zero_before` buffers zeroed and then L2 flushed outside the event pair.
 The flush reads a buffer twice the L2's size that was written once at set-up,
 so L2 holds only clean lines when a timed plan starts: a memset would leave it
 full of dirty lines whose write-back the timed kernel would pay for (about
-14 us on an H200's 60 MB L2, enough to pull a ratio near 1.08 towards 1).
+14 us for an H200's L2 (estimated), enough to pull a ratio near 1.08 towards 1).
+The flush size comes from the device's own cudaDevAttrL2CacheSize.
 The SM clock and NVML's clock-event reasons are read at each block's start
 and end. The schedule and the driver are pure; only `CudaEventTimer` touches
 the GPU.

@@ -26,13 +26,25 @@ Decisions for ambiguous text (each has a case in tests/fixtures/answers/):
   pads the tile", not "my initial pick: A, but ..." in mid-reasoning); so do
   "I pick D", "I'm going with B", "I opt for C", "I recommend A".
 - A question back is not an answer: "Should I choose C?", "Answer: B?".
-- Fenced code blocks are ignored entirely (an unterminated fence runs to the
-  end). Inline code counts only when it holds just a letter (`` `B` ``).
+- A closing claim that starts its sentence and ends its line counts: "Option C
+  is the fastest.", "C is the best of the four." ("Option A is the fastest in
+  theory, but ..." and "I doubt C is the fastest" do not).
+- Answer labels in other languages start a line: "Respuesta: C", "Réponse : C",
+  "Antwort: C", "答案：C"; "o", "ou", "oder" are alternatives like "or".
+- A reply whose last line ends in a colon and one capital letter ("Reads each
+  sector once: C"), or whose last line echoes one option ("C) Indexes ...")
+  when no other line echoes a different one, names that letter.
+- "I think it's c" counts only when the letter ends the line.
+- Fenced code blocks are ignored (an unterminated fence runs to the end),
+  unless the whole block is an answer: just a letter or "Answer: B", or a
+  JSON object whose "answer" is one letter. Inline code counts only when it
+  holds just a letter (`` `B` ``).
 - "A is wrong", "I think (A) or (B)", a ranking list ("- C", "- B" ...), and a
   trace cut off before a label give nothing.
 """
 from __future__ import annotations
 
+import json
 import re
 
 _CODE = "\x00"  # stands in for code, so nothing in it can match or touch a letter
@@ -55,7 +67,7 @@ _HEADING = re.compile(r"^[ \t]*(?:#{1,6}|>+)[ \t]*", re.M)
 
 _LABEL = r"""
 (?:
-    \b(?:final\s+|correct\s+|my\s+)?answer
+    \b(?:final\s+|correct\s+|my\s+)?answer(?:'s|’s)?
         (?:\s+(?:is|would\s+be|should\s+be|will\s+be|here\s+is))?
   | \b(?:correct|best|fastest|right|final|winning)\s+(?:option|choice|rewrite|candidate|pick)
         (?:\s+(?:is|would\s+be|should\s+be|will\s+be))?
@@ -75,13 +87,13 @@ _UPPER_END = re.compile(r"^(?![\w\[\(]|\.\w|->|'s\b)")
 # After a lower-case letter: only closers and punctuation up to the end of the line.
 _LOWER_END = re.compile(r"""^[\)\]\}"'*]*[.!]?[\)\]\}"'*]*\s*$""")
 _ALT_AFTER = re.compile(
-    r"""^[\)\]\}"']*\s*(?:/|\||\bor\b)\s*(?:answer\s*[:：]?\s*)?(?:(?:option|choice)\s+)?[\(\[]?"""
+    r"""^[\)\]\}"']*\s*(?:/|\||\b(?:or|o|ou|oder|ili|или|lub)\b|或)\s*(?:answer\s*[:：]?\s*)?(?:(?:option|choice)\s+)?[\(\[]?"""
     r"""(?P<other>[A-Da-d])(?![\w\[])""",
     re.I,
 )
-_ALT_BEFORE = re.compile(r"""(?<![\w\[])(?P<other>[A-Da-d])[\)\]\}"']*\s*(?:/|\||\bor)\s*$""", re.I)
+_ALT_BEFORE = re.compile(r"""(?<![\w\[])(?P<other>[A-Da-d])[\)\]\}"']*\s*(?:/|\||\b(?:or|o|ou|oder)|或)\s*$""", re.I)
 _VERB_END = re.compile(
-    r"(?:\bis|\bbe|choose|pick|select|with|therefore|thus|likely|probably|clearly|definitely)$", re.I
+    r"(?:\bis|\bbe|choose|pick|select|with|for|\bon|recommend|therefore|thus|likely|probably|clearly|definitely)$", re.I
 )
 
 # A label other than "answer" that starts its line and is followed by a colon (or a dash):
@@ -90,7 +102,10 @@ _VERB_END = re.compile(
 _LINE_LABEL = re.compile(
     r"^[ \t]*(?:(?:my|our|final|the)\s+)*"
     r"(?:selected(?:\s+(?:option|rewrite|answer|choice))?|selection|pick|verdict|decision|recommendation|vote"
-    r"|option|winner|conclusion|choice|response|result)"
+    r"|option|winner|conclusion|choice|response|result"
+    r"|(?:respuesta|réponse|reponse|antwort|resposta|risposta|odpowiedź|ответ)"
+    r"(?:\s+(?:final|finale|correcta|correcte|correta|corretta|richtige|endgültige|finalna))?"
+    r"|答案|回答|答え|정답)"
     r"\s*(?:[:：=]|\s[-–—])\s*(?:(?:option|choice|rewrite)\s+)?[\(\[\{]?\s*(?P<letter>[A-Da-d])(?=(?P<after>[^\n]{0,60}))",
     re.I | re.M,
 )
@@ -98,6 +113,32 @@ _LINE_LABEL = re.compile(
 _LINE_LABEL_END = re.compile(r"""^[\)\]\}"'*]*(?:\s*$|[.,;:!]|\s+[-–—(])""")
 # A question: the rest of the sentence ends in "?" ("Should I choose C?", "Answer: B?")
 _QUESTION_AFTER = re.compile(r"^[^.!\n]*\?")
+
+# A closing claim: "Option C is the fastest.", "So C is the best of the four." It must
+# start its sentence (so "I doubt C is the fastest" is not read) and end its line.
+_CLAIM = re.compile(
+    r"(?:^|(?<=[.!;:])[ \t]+)[ \t]*"
+    r"(?:(?:so|thus|therefore|hence|overall|clearly|in\s+conclusion|in\s+short|in\s+summary|to\s+conclude|all\s+in\s+all)[,:]?\s+)?"
+    r"(?:(?:the\s+)?(?:option|choice|rewrite|candidate)\s+)?[\(\[]?(?P<letter>[A-D])[\)\]]?"
+    r"\s+(?:is|should\s+be|would\s+be|will\s+be)\s+(?:clearly\s+|probably\s+|likely\s+)?(?:the\s+)?"
+    r"(?:fastest|quickest|best|winner|correct\s+(?:answer|option|choice)|right\s+(?:answer|option|choice)|answer)"
+    r"(?:\s+(?:one|option|choice|rewrite|here|overall|of\s+(?:the|all)(?:\s+(?:four|4))?(?:\s+(?:options|rewrites|candidates|choices))?))*"
+    r"(?P<after>[^\n]*)",
+    re.I | re.M,
+)
+# "I think it's c": a hedged pick, read only when the letter ends its line.
+_HEDGED = re.compile(
+    r"\bI\s+(?:think|believe|guess|reckon|would\s+say|'d\s+say)(?:\s+that)?\s+"
+    r"(?:it's|it’s|it\s+is|it'd\s+be|it\s+would\s+be)\s+(?:(?:option|choice)\s+)?[\(\[]?(?P<letter>[A-Da-d])(?P<after>[^\n]*)",
+    re.I,
+)
+# After a lower-case letter that follows "answer:", a reason may follow: "my answer: b, since ..."
+_LOWER_REASON = re.compile(r"^[\)\]]?\s*(?:[,;]\s*|\s[-–—]\s*|\s+)(?:since|because|given)\b", re.I)
+# The last line ending in a colon and one capital letter: "Reads each sector once: C"
+_COLON_LETTER_END = re.compile(r"[:：][ \t]*[\(\[]?(?P<letter>[A-D])[\)\]]?[ \t]*[.!]?[ \t]*$")
+_COLON_LETTER = re.compile(r"[:：][ \t]*[\(\[]?[A-Da-d](?![\w\[])")
+# A line that echoes one option: "C) Indexes elements directly"
+_ECHO_LINE = re.compile(r"^\s*\(?(?P<letter>[A-D])\)\s+\S")
 
 # A line that is only an answer label ("Final Answer:", "Answer")
 _LABEL_LINE = re.compile(r"^\s*(?:the\s+)?(?:final\s+|correct\s+|my\s+)?answer\s*(?:is)?\s*[:：]?\s*$", re.I)
@@ -109,22 +150,42 @@ _LINE_END = re.compile(r"""^[\s.!)\]}*"']*$""")
 _DECORATION = re.compile(r"^[\s\-*_=~#>|]*$")
 
 
+def _fenced_answer(body: list[str]) -> str | None:
+    """The letter of a fenced block that is only an answer ("B", "Answer: B", {"answer": "B"}), else None."""
+    inner = "\n".join(body).strip()
+    if _CODE_IS_ANSWER.match(inner):
+        return re.findall(r"[A-Da-d]", inner)[-1].upper()
+    try:
+        obj = json.loads(inner)
+    except ValueError:
+        return None
+    value = obj.get("answer", obj.get("final_answer")) if isinstance(obj, dict) else None
+    m = _BOXED_LETTER.match(value) if isinstance(value, str) else None
+    return m.group(1).upper() if m else None
+
+
 def strip_code(text: str) -> str:
-    """Replace fenced code blocks (and an unterminated one, to the end) with a code marker line."""
+    """Replace fenced code blocks (and an unterminated one, to the end) with a code marker line.
+
+    A block that holds nothing but an answer becomes that answer's line.
+    """
     out: list[str] = []
     fence: str | None = None
+    body: list[str] = []
     for line in text.split("\n"):
         m = _FENCE.match(line)
         if fence is None:
             if m:
-                fence = m.group(1)
+                fence, body = m.group(1), []
                 out.append(_CODE)
             else:
                 out.append(line)
-        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-            if not line.strip()[len(m.group(1)):].strip():  # a closing fence has nothing after it
-                fence = None
-        # lines inside a fence are dropped
+        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)):].strip():
+            fence = None  # a closing fence has nothing after it
+            if (letter := _fenced_answer(body)) is not None:
+                out[-1] = f"Answer: {letter}"
+        else:
+            body.append(line)  # lines inside a fence are dropped
     return "\n".join(out)
 
 
@@ -180,12 +241,12 @@ def _explicit(text: str) -> list[tuple[int, str]]:
 
 def _accepted(text: str, m: re.Match) -> bool:
     letter, after = m.group("letter"), m.group("after")
+    between = text[m.end("label"): m.start("letter")]
     if letter.isupper():
         if not _UPPER_END.match(after):
             return False  # B[row], A.x, "Answers", a word starting with the letter
-    elif not _LOWER_END.match(after):
-        return False  # "the answer is a bit subtle"
-    between = text[m.end("label"): m.start("letter")]
+    elif not _LOWER_END.match(after) and not (re.search(r"[:：]", between) and _LOWER_REASON.match(after)):
+        return False  # "the answer is a bit subtle" (but "my answer: b, since ..." is b)
     if not between.strip() and not _LOWER_END.match(after) and not _VERB_END.search(m.group("label")):
         return False  # "Answer A question": a bare label needs the letter to end its line
     if _QUESTION_AFTER.match(after):
@@ -227,6 +288,16 @@ def _named_in_answer_line(text: str, taken: set[int]) -> list[tuple[int, str]]:
     return found
 
 
+def _claims(text: str) -> list[tuple[int, str]]:
+    """"Option C is the fastest.", "I think it's c": read only when the letter's claim ends its line."""
+    found: list[tuple[int, str]] = []
+    for pattern in (_CLAIM, _HEDGED):
+        for m in pattern.finditer(text):
+            if _LOWER_END.match(m.group("after")):
+                found.append((m.start("letter"), m.group("letter").upper()))
+    return found
+
+
 def _bare_lines(text: str) -> list[tuple[int, str]]:
     """A letter alone on the last line, or alone right after an answer-label line."""
     found: list[tuple[int, str]] = []
@@ -236,6 +307,16 @@ def _bare_lines(text: str) -> list[tuple[int, str]]:
         if not _DECORATION.match(line):
             lines.append((pos, line))
         pos += len(line) + 1
+    echoed = {m.group("letter") for _, line in lines if (m := _ECHO_LINE.match(line))}
+    if lines:
+        start, line = lines[-1]
+        tail = _COLON_LETTER_END.search(line)
+        echo = _ECHO_LINE.match(line)
+        after_label = len(lines) > 1 and _LABEL_LINE.match(lines[-2][1])
+        if tail and not _BARE_LINE.match(line) and len(_COLON_LETTER.findall(line)) == 1:  # not "Answer: C / Answer: D"
+            found.append((start + tail.start("letter"), tail.group("letter")))  # "Reads each sector once: C"
+        elif echo and (echoed == {echo.group("letter")} or after_label):
+            found.append((start + echo.start("letter"), echo.group("letter")))  # "C) Indexes elements directly"
     for i, (start, line) in enumerate(lines):
         m = _BARE_LINE.match(line)
         if not m:
@@ -255,7 +336,8 @@ def extract_letter(text: str | None) -> str | None:
         return None
     norm = normalize(text)
     explicit = _explicit(norm)
-    candidates = explicit + _line_labels(norm) + _named_in_answer_line(norm, {p for p, _ in explicit}) + _bare_lines(norm)
+    candidates = (explicit + _line_labels(norm) + _named_in_answer_line(norm, {p for p, _ in explicit})
+                  + _claims(norm) + _bare_lines(norm))
     if not candidates:
         return None
     return max(candidates)[1]

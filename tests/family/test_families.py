@@ -33,16 +33,17 @@ def _field(fam, cand) -> str:
 
 def _first_target_failed(fam, cand) -> str:
     """Why this candidate already failed on the first target (one defect, one failure), or ''."""
-    first = compile_source(cand.source, ARCHS[0], cand.path.name)
-    if not first.ok or first.problems(cand.allow_local):
-        return f"{cand.path}: already failed on {ARCHS[0]}; reported once, by test_compiles[{fam.name}/{cand.id}/{ARCHS[0]}]"
+    arch = fam.targets[0]
+    first = compile_source(cand.source, arch, cand.path.name)
+    if not first.ok or first.problems(cand.allow_local, cand.allow_spills):
+        return f"{cand.path}: already failed on {arch}; reported once, by test_compiles[{fam.name}/{cand.id}/{arch}]"
     return ""
 
 
 def test_compiles(compile_case, record_property):
     fam, cand, arch = compile_case
     res = compile_source(cand.source, arch, cand.path.name)
-    if arch != ARCHS[0] and (not res.ok or res.problems(cand.allow_local)) and (why := _first_target_failed(fam, cand)):
+    if arch != fam.targets[0] and (not res.ok or res.problems(cand.allow_local, cand.allow_spills)) and (why := _first_target_failed(fam, cand)):
         pytest.skip(why)
     if not res.ok:
         line, msg = first_error(res.log)
@@ -74,8 +75,8 @@ def test_compiles(compile_case, record_property):
 def test_entry_points_match_manifest(candidate):
     """The compiler's own parameter list agrees with the manifest's argument lists."""
     fam, cand = candidate
-    if not compile_source(cand.source, ARCHS[0], cand.path.name).ok:
-        pytest.skip(f"{cand.path} does not compile; reported once, by test_compiles[{fam.name}/{cand.id}/{ARCHS[0]}]")
+    if not compile_source(cand.source, fam.targets[0], cand.path.name).ok:
+        pytest.skip(f"{cand.path} does not compile; reported once, by test_compiles[{fam.name}/{cand.id}/{fam.targets[0]}]")
     emitted = ptx_entry_params(cand.source, cand.path.name)
     for launch in cand.launches:
         sig = cand.signatures[launch.kernel]
@@ -113,10 +114,13 @@ def test_reference_matches_naive(family):
                 g, w = np.asarray(got[b.name]).reshape(-1), np.asarray(want[b.name]).reshape(-1)
                 assert g.size == family.buffer_counts(shape)[b.name], f"{family.name}: reference {b.name} has {g.size} elements"
                 assert np.any(w != 0), f"{family.name}: the naive {b.name} is all zeros for {shape}; inputs are degenerate"
-                if np.issubdtype(g.dtype, np.integer):
-                    np.testing.assert_array_equal(g, w, err_msg=f"{family.name}/{b.name} {shape}")
-                else:
-                    np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12, err_msg=f"{family.name}/{b.name} {shape}")
+                exact = np.issubdtype(g.dtype, np.integer)
+                bad = np.flatnonzero(g != w) if exact else np.flatnonzero(~np.isclose(g, w, rtol=1e-9, atol=1e-12, equal_nan=True))
+                if bad.size:
+                    pytest.fail(f"{family.path / 'reference.py'}: reference and naive disagree on {b.name} at {bad.size} of "
+                                f"{g.size} elements for {shape} (seed {seed}); first at [{bad[0]}]: reference {g[bad[0]]!r}, "
+                                f"naive {w[bad[0]]!r}. Fix: correct whichever of reference() and naive() is wrong",
+                                pytrace=False)
 
 
 def test_gate_shapes_give_nondegenerate_references(family):
@@ -143,8 +147,9 @@ def test_all_targets_listed():
 
 
 # Sizing rules from the foundation issue, checked from the manifests alone:
-# memory-bound data several times the L2 (about 60 MB on an H200, so at least
-# 4x), and no family needing more than a few GB of device memory.
+# memory-bound data several times the L2, and no family needing more than a few
+# GB of device memory. The H200 ships GH100 with 50 MB of L2 enabled; the rule
+# takes the full die's 60 MiB, so it holds with a margin on every target.
 L2_BYTES_H200 = 60 * 2**20
 MAX_FAMILY_BYTES = 2 * 2**30
 
@@ -155,7 +160,13 @@ def test_timing_size_is_sized_for_the_gpu(family):
     shape = family.shapes("timing")[0]
     counts = family.buffer_counts(shape)
     nbytes = {b.name: counts[b.name] * np_dtype(b.dtype).itemsize for b in family.buffers}
-    assert sum(nbytes.values()) <= MAX_FAMILY_BYTES, f"{family.name}: {sum(nbytes.values()) / 2**30:.2f} GiB of buffers at the timing size"
+    where = f"{family.path / 'family.toml'}: field 'sizes.timing' {dict(family.timing)}"
+    if sum(nbytes.values()) > MAX_FAMILY_BYTES:
+        pytest.fail(f"{where}: {sum(nbytes.values()) / 2**30:.2f} GiB of buffers, over the 2 GiB limit. Fix: lower the "
+                    "timing sizes (families/README.md, 'Sizes')", pytrace=False)
     if family.bound == "memory":
         moved = sum(v for k, v in nbytes.items() if family.buffer(k).role != "scratch")
-        assert moved >= 4 * L2_BYTES_H200, f"{family.name}: only {moved / 2**20:.0f} MiB of inputs and outputs, under 4x the L2"
+        if moved < 4 * L2_BYTES_H200:
+            pytest.fail(f"{where}: only {moved / 2**20:.0f} MiB of inputs and outputs for a memory-bound family, under "
+                        f"4x the L2 ({4 * L2_BYTES_H200 // 2**20} MiB). Fix: raise the timing sizes (families/README.md, "
+                        "'Sizes')", pytrace=False)

@@ -1,4 +1,5 @@
-"""Letter extraction against a corpus of answer formats (tests/fixtures/answers/corpus.jsonl).
+"""Letter extraction against corpora of answer formats (tests/fixtures/answers/*.jsonl:
+corpus.jsonl, and redteam.jsonl written independently of the extractor).
 
 Every corpus line is a hand-written fixture with the letter a careful human
 reader would take (`want`, null for a miss) and what the naive strict regex
@@ -13,30 +14,32 @@ import pytest
 
 from plugins.score.extract import extract_letter, normalize, strict_letter, strip_code
 
-CORPUS = Path(__file__).parents[1] / "fixtures" / "answers" / "corpus.jsonl"
+CORPORA = sorted((Path(__file__).parents[1] / "fixtures" / "answers").glob("*.jsonl"))
 FIELDS = {"text", "want", "strict", "note"}
 
 
 def load_corpus() -> list[dict]:
     cases = []
-    for n, line in enumerate(CORPUS.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        case = json.loads(line)
-        if set(case) != FIELDS:
-            raise ValueError(f"{CORPUS}:{n}: fields {sorted(case)}; fix: use exactly {sorted(FIELDS)}")
-        for key in ("want", "strict"):
-            if case[key] not in (None, "A", "B", "C", "D"):
-                raise ValueError(f"{CORPUS}:{n}: {key} is {case[key]!r}; fix: use A-D or null")
-        cases.append(case)
+    for corpus in CORPORA:
+        for n, line in enumerate(corpus.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            case = json.loads(line)
+            if set(case) != FIELDS:
+                raise ValueError(f"{corpus}:{n}: fields {sorted(case)}; fix: use exactly {sorted(FIELDS)}")
+            for key in ("want", "strict"):
+                if case[key] not in (None, "A", "B", "C", "D"):
+                    raise ValueError(f"{corpus}:{n}: {key} is {case[key]!r}; fix: use A-D or null")
+            cases.append({**case, "corpus": corpus.stem, "line": n})
     return cases
 
 
 CASES = load_corpus()
-IDS = [f"{i:02d}-{c['note'][:40]}" for i, c in enumerate(CASES)]
+IDS = [f"{c['corpus']}-{c['line']:03d}-{c['note'][:40]}" for c in CASES]
 
 
 def test_corpus_is_broad():
+    assert {c["corpus"] for c in CASES} >= {"corpus", "redteam"}
     assert len(CASES) >= 60
     assert sum(c["want"] is None for c in CASES) >= 15  # misses are asserted, not just hits
     assert sum(c["want"] != c["strict"] for c in CASES) >= 20  # strict and tolerant disagree

@@ -1,0 +1,45 @@
+// 7x7 depthwise convolution, pad 3, stride 1, NHWC bf16 in and out, fp32
+// weights wt[49][C] (tap-major) and bias[C], fp32 accumulation.
+// One 256-thread CTA per 8 (W) x 14 (H) x 32-channel output tile: it stages the
+// 14 x 20 x 32 input tile (zero outside the image) and the tile's 49 x 32
+// weights in shared memory; warp = output column, lane = channel, and each
+// thread computes its column's 14 outputs, one at a time, from 49 bf16 inputs
+// and 49 weights read from shared memory.
+#include <cuda_bf16.h>
+
+#define TW 8
+#define TH 14
+#define TC 32
+
+extern "C" __global__ void k0(const __nv_bfloat16* __restrict__ x, const float* __restrict__ wt,
+                              const float* __restrict__ bias, __nv_bfloat16* __restrict__ y,
+                              int H, int W, int C)
+{
+    __shared__ __align__(16) __nv_bfloat16 xs[TH + 6][TW + 6][TC];
+    __shared__ float ws[49][TC];
+    const int ng = C / TC, n = blockIdx.z / ng, c0 = (blockIdx.z % ng) * TC;
+    const int h0 = blockIdx.y * TH, w0 = blockIdx.x * TW, tid = threadIdx.x;
+    const __nv_bfloat16* xn = x + (long long)n * H * W * C;
+
+    for (int i = tid; i < (TH + 6) * (TW + 6) * (TC / 8); i += 256) {
+        const int v = i % (TC / 8), p = i / (TC / 8), pw = p % (TW + 6), ph = p / (TW + 6);
+        const int gh = h0 - 3 + ph, gw = w0 - 3 + pw;
+        uint4 val = make_uint4(0u, 0u, 0u, 0u);
+        if (gh >= 0 && gh < H && gw >= 0 && gw < W)
+            val = *(const uint4*)&xn[((long long)gh * W + gw) * C + c0 + v * 8];
+        *(uint4*)&xs[ph][pw][v * 8] = val;
+    }
+    for (int i = tid; i < 49 * TC; i += 256) ws[i / TC][i % TC] = wt[(i / TC) * C + c0 + i % TC];
+    __syncthreads();
+
+    const int c = tid & 31, tw = tid >> 5, gw = w0 + tw;
+    if (gw >= W) return;
+    const float b = bias[c0 + c];
+    for (int th = 0; th < TH && h0 + th < H; ++th) {
+        float acc = b;
+        for (int i = 0; i < 7; ++i)
+            for (int j = 0; j < 7; ++j)
+                acc += __bfloat162float(xs[th + i][tw + j][c]) * ws[i * 7 + j][c];
+        y[((long long)(n * H + h0 + th) * W + gw) * C + c0 + c] = __float2bfloat16_rn(acc);
+    }
+}

@@ -1,0 +1,80 @@
+// The start's tiles and layout with K split into 4 slices along grid z: CTA
+// (x, y, z) multiplies k in [z*K/4, (z+1)*K/4) and stores its fp32 partial
+// tile to P[z]; k1 sums the 4 partials of each element into C.
+#include <mma.h>
+#include <cuda_fp16.h>
+using namespace nvcuda;
+
+#define BM 128
+#define BN 128
+#define BK 32
+#define LDA 32
+#define LDB 128
+#define SLICES 4
+
+extern "C" __global__ void k0(const __half* __restrict__ A, const __half* __restrict__ B, float* __restrict__ P,
+                              int M, int N, int K)
+{
+    __shared__ __align__(128) __half As[BM * LDA];
+    __shared__ __align__(128) __half Bs[BK * LDB];
+    const int tid = threadIdx.x;
+    const int wm = (tid / 32) / 4, wn = (tid / 32) % 4;
+    const long long row0 = (long long)blockIdx.y * BM, col0 = (long long)blockIdx.x * BN;
+    const long long klen = K / SLICES, kbeg = blockIdx.z * klen;
+    float* W = P + (long long)blockIdx.z * M * N;
+
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+
+    for (long long k0 = kbeg; k0 < kbeg + klen; k0 += BK) {
+        // A tile: 128 rows of 4 16-byte chunks; B tile: 32 rows of 16 chunks.
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const int c = tid + i * 256;
+            const int ra = c / 4, qa = c % 4, rb = c / 16, qb = c % 16;
+            *reinterpret_cast<uint4*>(As + ra * LDA + qa * 8) =
+                *reinterpret_cast<const uint4*>(A + (row0 + ra) * K + k0 + qa * 8);
+            *reinterpret_cast<uint4*>(Bs + rb * LDB + qb * 8) =
+                *reinterpret_cast<const uint4*>(B + (k0 + rb) * N + col0 + qb * 8);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a[4];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b[2];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) wmma::load_matrix_sync(a[i], As + (wm * 64 + i * 16) * LDA + kk, LDA);
+#pragma unroll
+            for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(b[j], Bs + kk * LDB + wn * 32 + j * 16, LDB);
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+            wmma::store_matrix_sync(W + (row0 + wm * 64 + i * 16) * N + col0 + wn * 32 + j * 16, acc[i][j], N,
+                                    wmma::mem_row_major);
+}
+
+// One float4 of C per thread: the sum of its 4 partials, slice 0 first.
+extern "C" __global__ void k1(const float* __restrict__ P, float* __restrict__ C, int M, int N)
+{
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long mn = (long long)M * N;
+    if (i * 4 >= mn) return;
+    float4 s = reinterpret_cast<const float4*>(P)[i];
+#pragma unroll
+    for (int z = 1; z < SLICES; ++z) {
+        const float4 v = reinterpret_cast<const float4*>(P + z * mn)[i];
+        s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+    }
+    reinterpret_cast<float4*>(C)[i] = s;
+}
