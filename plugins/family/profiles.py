@@ -8,6 +8,7 @@ timestamps, so the same sources always give the same bytes.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -51,10 +52,34 @@ def check_failures(fam: Family, cand_id: str, profiles: Sequence[KernelProfile])
     return [line for chk in fam.profile_checks for line in failures(chk, cand_id, profiles)]
 
 
+def source_digest(source: str) -> str:
+    """What a committed profile was computed from: a changed candidate makes it stale."""
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def stale_reasons(fam: Family, committed: dict | None) -> list[str]:
+    """Why the committed report of `fam` no longer describes its sources (empty: current)."""
+    if committed is None:
+        return ["no report"]
+    have = committed.get("candidates", {})
+    out = [f"candidate {c.id} is not in it" for c in fam.all_candidates if c.id not in have]
+    out += [f"candidate {cid} no longer exists" for cid in have if cid not in {c.id for c in fam.all_candidates}]
+    out += [f"candidate {c.id}'s source changed" for c in fam.all_candidates
+            if c.id in have and have[c.id].get("source_sha256") != source_digest(c.source)]
+    out += [f"candidate {c.id} lacks target {a}" for c in fam.all_candidates if c.id in have
+            for a in fam.targets if a not in have[c.id].get("targets", {})]
+    checks = [{"candidate": list(c.candidates), "kernel": c.kernel, "check": c.describe(), "why": c.why}
+              for c in fam.profile_checks]
+    if committed.get("checks") != checks:
+        out.append("its [[profile_checks]] changed")
+    return out
+
+
 def family_record(fam: Family, archs: Sequence[str] | None = None) -> dict:
     archs = tuple(archs or fam.targets)
     profs = candidate_profiles(fam, archs)
     roles = {c.id: c.role for c in fam.all_candidates}
+    digests = {c.id: source_digest(c.source) for c in fam.all_candidates}
     return {
         "schema": SCHEMA,
         "family": fam.name,
@@ -63,6 +88,7 @@ def family_record(fam: Family, archs: Sequence[str] | None = None) -> dict:
         "candidates": {
             cid: {
                 "role": roles[cid],
+                "source_sha256": digests[cid],
                 "targets": {a: {p.kernel: p.as_dict() for p in profs[cid][a]} for a in archs},
                 "check_failures": {a: check_failures(fam, cid, profs[cid][a]) for a in archs},
             }

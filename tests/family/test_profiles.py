@@ -147,3 +147,37 @@ def test_bad_check_in_family_toml_is_a_family_error(tmp_path):
     fam_dir = _synth(tmp_path, '\n[[profile_checks]]\ncandidate = "rw_one"\ncount = "shared_loads"\nop = ">="\nvalue = 1\n')
     with pytest.raises(FamilyError, match=r"family.toml: field 'profile_checks\[0\]\.why': missing required field"):
         load_family(fam_dir)
+
+
+def test_committed_report_describes_the_current_sources(family):
+    """reports/profiles/<family>.json is committed for readers: a changed candidate or check must regenerate it."""
+    import json
+
+    from plugins.family.profiles import stale_reasons
+
+    path = Path(__file__).resolve().parents[2] / "reports" / "profiles" / f"{family.name}.json"
+    committed = json.loads(path.read_text()) if path.is_file() else None
+    why = stale_reasons(family, committed)
+    assert not why, (f"{path} is stale: {'; '.join(why)}. Fix: python -m plugins.family.profiles "
+                     "(rewrites every family's report whole), then commit reports/profiles/")
+
+
+def test_stale_reasons_name_what_changed():
+    fam = load_family(SYNTH)
+    from plugins.family.profiles import family_record, stale_reasons
+
+    rec = json_roundtrip(family_record(fam))
+    assert stale_reasons(fam, None) == ["no report"]
+    assert stale_reasons(fam, rec) == []
+    rec["candidates"]["rw_one"]["source_sha256"] = "0" * 64
+    assert "candidate rw_one's source changed" in stale_reasons(fam, rec)
+    del rec["candidates"]["rw_two"]["targets"]["sm_121"]
+    assert "candidate rw_two lacks target sm_121" in stale_reasons(fam, rec)
+    del rec["candidates"]["rw_two"]
+    assert "candidate rw_two is not in it" in stale_reasons(fam, rec)
+
+
+def json_roundtrip(obj):
+    import json
+
+    return json.loads(json.dumps(obj))
