@@ -210,16 +210,18 @@ def table_markdown(rows: Sequence[tuple[str, str, int, int]], key: str, measured
     return "\n".join(lines)
 
 
-def readme_block(families_root: Path, key: str = DEFAULT_KEY, family_set: str = DEFAULT_SET) -> str:
-    """The tables the README shows: the intended key, and the measured key once one exists."""
-    sets = selected_sets(family_set)
-    fams = [d.family for d in discover(families_root, sets) if d.family is not None]
+def readme_block(families_root: Path, key: str = DEFAULT_KEY, family_set: str = "all") -> str:
+    """The tables the README shows, one per family set (each scored on its own 30
+    source items): the intended key, and the measured key once one exists."""
     arch = arch_for_key(key)
     blocks = []
-    for intended in (True, False):
-        answers, measured = key_answers(families_root, key, intended, sets)
-        if answers and measured != intended:
-            blocks.append(table_markdown(table(fams, answers, arch), key, measured, arch, family_set))
+    for one_set in selected_sets(family_set):
+        sets = (one_set,)
+        fams = [d.family for d in discover(families_root, sets) if d.family is not None]
+        for intended in (True, False):
+            answers, measured = key_answers(families_root, key, intended, sets)
+            if answers and measured != intended:
+                blocks.append(table_markdown(table(fams, answers, arch), key, measured, arch, one_set))
     return "\n\n".join(blocks)
 
 
@@ -240,13 +242,14 @@ def splice(readme: str, block: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m plugins.score.heuristics [--key h200] [--set classic] [--readme README.md]`:
+    """`python -m plugins.score.heuristics [--key h200] [--set all] [--readme README.md]`:
     every heuristic's score on the source items of the intended key, and of the
     measured key when one exists."""
     ap = argparse.ArgumentParser(prog="python -m plugins.score.heuristics", description=main.__doc__.splitlines()[0])
     ap.add_argument("--families", type=Path, default=Path("families"))
     ap.add_argument("--key", default=DEFAULT_KEY)
-    ap.add_argument("--set", dest="st_set", default=DEFAULT_SET, choices=SET_CHOICES)
+    ap.add_argument("--set", dest="st_set", default="all", choices=SET_CHOICES,
+                    help="which family sets (default: all, one table each)")
     ap.add_argument("--readme", type=Path, help="rewrite the block between the heuristics markers of this file")
     args = ap.parse_args(argv)
     text = readme_block(args.families, args.key, args.st_set)

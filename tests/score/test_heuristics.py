@@ -146,7 +146,7 @@ def test_readme_table_is_generated_from_the_current_families(pytestconfig):
     from plugins.score.heuristics import readme_block, readme_shown
 
     if pytestconfig.getoption("families_root") != "families":
-        pytest.skip("the README shows the classic set of families/, not of --families-root")
+        pytest.skip("the README shows the sets of families/, not of --families-root")
     shown = readme_shown((ROOT / "README.md").read_text())
     assert shown == readme_block(ROOT / "families"), (
         "README.md's heuristics table is stale; run: python -m plugins.score.heuristics --readme README.md")
