@@ -1,13 +1,26 @@
 // A grid of four 256-thread blocks per SM; each thread sums every
-// (gridDim.x * blockDim.x)-th float4 in a register, the first n % 4 threads
-// add one tail element each, a butterfly of __shfl_xor_sync sums the warp,
-// and lane 0 adds the warp's total.
+// (gridDim.x * blockDim.x)-th float4 in a register. Each pass of the loop reads
+// four float4s, a grid stride apart, before adding any of them, so four loads
+// are in flight per thread; a second loop takes the last float4s one at a
+// time. The first n % 4 threads add one tail element each, a butterfly of
+// __shfl_xor_sync sums the warp, and lane 0 adds the warp's total.
 extern "C" __global__ void k0(const float* __restrict__ x, float* __restrict__ out, int n)
 {
     const int g = blockIdx.x * blockDim.x + threadIdx.x;
+    const int T = gridDim.x * blockDim.x;
+    const int m = n / 4;
     const float4* x4 = reinterpret_cast<const float4*>(x);
     float s = 0.0f;
-    for (int i = g; i < n / 4; i += gridDim.x * blockDim.x) {
+    int i = g;
+    for (; i + 3 * T < m; i += 4 * T) {
+        const float4 a = x4[i];
+        const float4 b = x4[i + T];
+        const float4 c = x4[i + 2 * T];
+        const float4 d = x4[i + 3 * T];
+        s += ((a.x + a.y) + (a.z + a.w)) + ((b.x + b.y) + (b.z + b.w))
+           + (((c.x + c.y) + (c.z + c.w)) + ((d.x + d.y) + (d.z + d.w)));
+    }
+    for (; i < m; i += T) {
         const float4 v = x4[i];
         s += (v.x + v.y) + (v.z + v.w);
     }
