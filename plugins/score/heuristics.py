@@ -7,7 +7,9 @@ profile, launches) and picks the extreme. Ties go to the option shown first,
 so a rule that cannot single out one option picks different rewrites in the
 forward and mirror orders. `pytest --model heuristic:NAME` runs a rule through
 the whole scoring pipeline (plugins.score.baselines); `source_score` is the
-same pick computed directly, for the CI bound on any family set.
+same pick computed directly, for the CI bounds on any family set: a rule
+must score neither above half nor far below chance, since a rule far below
+chance is a cue read backwards (its inverse would solve the set).
 """
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ DEFAULT_ARCH = "sm_90"
 
 # "Keeps the structure" markers: an option text that says it keeps, leaves
 # unchanged or does the same as before. The structural-change rule picks the
-# option whose text has the fewest of them (whole words, case-insensitive).
+# option whose text has the fewest of them (whole words, case-insensitive);
+# most-keep-markers reads the same cue the other way round.
 KEEP_MARKERS = ("keep", "keeps", "kept", "unchanged", "as before", "same", "still", "retains")
 _KEEP = re.compile(r"\b(" + "|".join(re.escape(m) for m in KEEP_MARKERS) + r")\b", re.I)
 
@@ -56,6 +59,9 @@ class Rule:
     value: Callable[[OptionFacts, str], float]  # (option, start code) -> the value ranked
     largest: bool  # pick the largest value (else the smallest)
     binary: bool = False  # reads the instruction profile (compiles and disassembles the options)
+    # a second key for the options tied on the first: (option, start code) -> value, and its direction
+    then: Callable[[OptionFacts, str], float] | None = None
+    then_largest: bool = False
 
 
 def code_length(code: str) -> int:
@@ -81,8 +87,15 @@ RULES: dict[str, Rule] = {r.name: r for r in (
          lambda o, s: code_length(o.code), True),
     Rule("largest-diff", "the most lines removed plus added relative to the starting kernel",
          lambda o, s: diff_lines(s, o.code), True),
+    Rule("shortest-source", "the shortest source (characters, whitespace runs counted once)",
+         lambda o, s: code_length(o.code), False),
     Rule("structural-change", "the option text with the fewest keep-the-structure words "
          f"({', '.join(KEEP_MARKERS)})", lambda o, s: keep_markers(o.text), False),
+    Rule("most-keep-markers", "the option text with the most keep-the-structure words "
+         f"({', '.join(KEEP_MARKERS)})", lambda o, s: keep_markers(o.text), True),
+    Rule("keep-then-shortest", "the option text with the most keep-the-structure words, "
+         "ties broken by the shortest source", lambda o, s: keep_markers(o.text), True,
+         then=lambda o, s: code_length(o.code), then_largest=False),
     Rule("most-vector-memory", "the most 64- and 128-bit global and shared loads and stores in the binary",
          lambda o, s: o.vector_memory, True, binary=True),
     Rule("fewest-launches", "the fewest kernel launches in the plan", lambda o, s: o.launches, False),
@@ -105,10 +118,16 @@ def rule_named(model: str) -> Rule:
 
 
 def pick(rule: Rule, options: Sequence[OptionFacts], start_code: str) -> tuple[int, list[float]]:
-    """(index of the chosen option, each option's value). Ties: the first shown."""
+    """(index of the chosen option, each option's first-key value). Ties on the
+    first key go to the second key when the rule has one, then to the first shown."""
     values = [float(rule.value(o, start_code)) for o in options]
     best = max(values) if rule.largest else min(values)
-    return values.index(best), values
+    tied = [i for i, v in enumerate(values) if v == best]
+    if rule.then is not None and len(tied) > 1:
+        second = {i: float(rule.then(options[i], start_code)) for i in tied}
+        best2 = max(second.values()) if rule.then_largest else min(second.values())
+        tied = [i for i in tied if second[i] == best2]
+    return tied[0], values
 
 
 def arch_for_key(key: str, record: Mapping | None = None) -> str:

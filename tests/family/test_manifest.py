@@ -34,7 +34,7 @@ def error_of(d: Path) -> FamilyError:
 
 def test_example_family_loads():
     fam = load_family(EXAMPLE)
-    assert [c.id for c in fam.rewrites] == ["wide_tile", "short_block", "warp_sync", "registers"]
+    assert [c.id for c in fam.rewrites] == ["wide_tile", "tile_once", "warp_sync", "registers"]
     assert fam.intended_winner == "registers"
     assert "//" not in fam.start.code
 
@@ -48,7 +48,7 @@ def test_example_family_loads():
         (lambda d: edit(d / "family.toml", 'bound = "memory"', 'bound = "memory"\ncolour = "red"'), "family.toml", "colour", "unknown field"),
         (lambda d: edit(d / "family.toml", 'computes = "', 'computed = "'), "family.toml", "computed", "unknown field"),
         (lambda d: edit(d / "family.toml", 'bound = "memory"\n', ""), "family.toml", "bound", "missing required"),
-        (lambda d: edit(d / "family.toml", 'kernel = "k0"\ngrid = "cdiv(n, 128)"', 'kernel = "k9"\ngrid = "cdiv(n, 128)"'), "family.toml", "rewrites[1].launch[0].kernel", "does not define"),
+        (lambda d: edit(d / "family.toml", '[[rewrites.launch]]\nkernel = "k0"', '[[rewrites.launch]]\nkernel = "k9"'), "family.toml", "rewrites[0].launch[0].kernel", "does not define"),
         (lambda d: edit(d / "family.toml", 'args = ["x", "out", "n", "lo", "hi"]', 'args = ["x", "out", "n", "lo"]'), "family.toml", "start.launch[0].args", "takes 5"),
         (lambda d: edit(d / "family.toml", 'args = ["x", "out", "n", "lo", "hi"]', 'args = ["x", "out", "lo", "n", "hi"]'), "family.toml", "start.launch[0].args", "integer parameter"),
         (lambda d: edit(d / "family.toml", 'args = ["x", "out", "n", "lo", "hi"]', 'args = ["out", "x", "n", "lo", "hi"]'), "family.toml", "start.launch[0].args", "non-const"),

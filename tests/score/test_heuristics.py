@@ -1,5 +1,6 @@
 """No shortcut solves the set: every heuristic baseline stays under half of the
-source items on the intended key, for whichever family set --set selects.
+source items on the intended key, for whichever family set --set selects, and
+none falls far below chance either (a rule read backwards would then solve it).
 
 The bound reads the authors' intended winners (hypotheses, not a measured
 key), so it guards the design of the options. Run it on another set with
@@ -35,9 +36,15 @@ def bound(n_families: int) -> int:
     return n_families - 1
 
 
+def floor_bound(n_families: int) -> int:
+    """The fewest source items a shortcut may get: a tenth of them (3 of 30),
+    well under chance (a quarter); fewer means the cue is read backwards."""
+    return max(1, (2 * n_families) // 10)
+
+
 @pytest.mark.parametrize("name", sorted(RULES))
 def test_no_heuristic_solves_the_set(catalog, name):
-    """Per family set (classic, hard): with --set all each set keeps its own bound."""
+    """Per family set (classic, hard): with --set all each set keeps its own bounds, above and below."""
     by_set: dict[str, list] = {}
     for fam in catalog.families:
         by_set.setdefault(fam.set, []).append(fam)
@@ -50,6 +57,10 @@ def test_no_heuristic_solves_the_set(catalog, name):
         if score.correct > bound(len(fams)):
             over.append(f"{family_set} set: heuristic:{name} picks the intended winner in {score.correct}/"
                         f"{score.total} source items (bound {bound(len(fams))}): {', '.join(score.hits)}")
+        elif score.correct < floor_bound(len(fams)):
+            over.append(f"{family_set} set: heuristic:{name} picks the intended winner in only {score.correct}/"
+                        f"{score.total} source items (floor {floor_bound(len(fams))}): the cue points away from "
+                        f"the winners, so its inverse is a shortcut; rebalance the option texts or sources")
     assert not over, "\n".join(over)
 
 
@@ -76,11 +87,27 @@ def test_each_rule_reads_its_feature():
         _opt(text="Stages it the same way as before.", code="a", barriers=1),
     ]
     assert pick(RULES["longest-source"], opts, start)[0] == 1
+    assert pick(RULES["shortest-source"], opts, start)[0] == 3
+    assert pick(RULES["most-keep-markers"], opts, start)[0] == 0  # "Keeps" and "unchanged"
     assert pick(RULES["largest-diff"], opts, start)[0] == 2  # 3 removed + 4 added
     assert pick(RULES["structural-change"], opts, start)[0] == 2
     assert pick(RULES["most-vector-memory"], opts, start)[0] == 2
     assert pick(RULES["fewest-launches"], opts, start)[0] == 0
     assert pick(RULES["fewest-barriers"], opts, start)[0] == 1
+
+
+def test_two_key_rule_breaks_first_key_ties_by_the_second():
+    rule = RULES["keep-then-shortest"]
+    opts = [_opt(text="Keeps x.", code="a b c d"), _opt(text="Removes x.", code="a"),
+            _opt(text="Keeps y.", code="a b"), _opt(text="Keeps z.", code="a b")]
+    assert pick(rule, opts, "")[0] == 2  # three keep one marker; C and D tie on length: C, shown first
+    assert pick(rule, opts[::-1], "")[0] == 0  # the mirror shows D first
+    assert pick(RULES["most-keep-markers"], opts, "")[0] == 0  # no second key: the first shown
+
+
+def test_bounds_hold_a_rule_on_both_sides():
+    assert (floor_bound(15), bound(15)) == (3, 14)
+    assert floor_bound(2) == 1
 
 
 def test_feature_helpers():
