@@ -26,7 +26,9 @@ Each launch runs in a forked child over shared-memory buffers whose ends abut
 PROT_NONE guard pages (inputs passed as const are mapped read-only), so an
 out-of-bounds access, a divergent barrier or an endless loop becomes an
 exception naming the kernel and the buffer, never a crashed or hung
-interpreter.
+interpreter. A block's __shared__ arrays and dynamic shared memory abut guard
+pages too: at their end in even blocks, at their start in odd ones (the
+limits are in families/README.md).
 """
 from __future__ import annotations
 
