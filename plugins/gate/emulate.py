@@ -26,7 +26,9 @@ Each launch runs in a forked child over shared-memory buffers whose ends abut
 PROT_NONE guard pages (inputs passed as const are mapped read-only), so an
 out-of-bounds access, a divergent barrier or an endless loop becomes an
 exception naming the kernel and the buffer, never a crashed or hung
-interpreter.
+interpreter. A block's __shared__ arrays and dynamic shared memory abut guard
+pages too: at their end in even blocks, at their start in odd ones (the
+limits are in families/README.md).
 """
 from __future__ import annotations
 
@@ -75,6 +77,10 @@ CXX = "g++"
 CXXFLAGS: tuple[str, ...] = ("-std=c++17", "-fPIC", "-fwrapv", "-fno-strict-aliasing", "-fvisibility=hidden",
                              "-fstack-clash-protection")
 KERNEL_OPT = "-O1"
+# -fno-tree-sink: a load the source makes unconditionally (then selected away) stays
+# unconditional, as the GPU binary usually keeps it; sunk under the condition, an
+# out-of-bounds read would never happen here and the shared-memory guards could not see it.
+KERNEL_FLAGS: tuple[str, ...] = ("-fno-tree-sink",)
 RUNTIME_OPT = "-O2"
 MAX_DYNAMIC_SHARED = 227 * 1024  # the opt-in maximum on sm_90; the manifest caps lower
 THREADS_PER_SM = 2048  # co-residency bound used for cooperative grids
@@ -216,7 +222,7 @@ def translate(source: str, name: str = "kernel.cu") -> Translated:
                 tname = f"emu_shared_t{counter}"
                 repl = (
                     f"typedef {ctype} {tname}{dims}; "
-                    f"auto& {var} = emu_block_shared<{tname}, {counter}, {align or 1}>();{keep_lines}"
+                    f"auto& {var} = emu_block_shared<{tname}, {counter}, {align or 1}>(\"{var}\");{keep_lines}"
                 )
                 counter += 1
             pieces.append(text[last : m.start()])
@@ -314,7 +320,7 @@ def build(source: str, sigs: Mapping[str, KernelSignature], name: str = "kernel.
     tr = translate(source, name)
     text = tr.text + _entry_wrappers(sigs)
     runtime = _runtime_object(cache_dir, defines)
-    key = _digest(text, runtime.name, KERNEL_OPT, " ".join(CXXFLAGS), " ".join(defines))
+    key = _digest(text, runtime.name, KERNEL_OPT, " ".join(KERNEL_FLAGS), " ".join(CXXFLAGS), " ".join(defines))
     lib = cache_dir / f"k-{key}.so"
     if not lib.exists():
         src = cache_dir / f"k-{key}.cpp"
@@ -323,7 +329,7 @@ def build(source: str, sigs: Mapping[str, KernelSignature], name: str = "kernel.
             fh.write(text)
         os.replace(tmp, src)
         _atomic_compile(
-            [CXX, *CXXFLAGS, KERNEL_OPT, *defines, "-shared", "-Wl,-z,now", f"-I{EMU_DIR}",
+            [CXX, *CXXFLAGS, KERNEL_OPT, *KERNEL_FLAGS, *defines, "-shared", "-Wl,-z,now", f"-I{EMU_DIR}",
              "-include", "cuda_emu.h", "-x", "c++", str(src), "-x", "none", str(runtime)],
             lib, name,
         )
@@ -478,6 +484,9 @@ _SIGNAMES = {signal.SIGSEGV: "SIGSEGV", signal.SIGBUS: "SIGBUS", signal.SIGFPE: 
              signal.SIGILL: "SIGILL", signal.SIGABRT: "SIGABRT", signal.SIGTRAP: "SIGTRAP"}
 
 
+_SHARED_REGIONS = frozenset({2, 3, 4, 5, 6})  # emu_status.region values inside a block's shared memory
+
+
 def _where(st: _Status) -> str:
     if not st.in_thread:
         return ""
@@ -489,6 +498,8 @@ def _launch_error(kernel: str, idx: int, launch: ResolvedLaunch, rc: int, st: _S
     label = f"kernel {kernel} (launch {idx})"
     msg = st.msg.decode(errors="replace")
     if st.code == 1:
+        if st.region == 7:  # a write into the alignment slack after a __shared__ array, seen at block exit
+            return EmuOutOfBounds(f"out-of-bounds shared memory access in {label}: {msg}")
         return EmuLaunchError(f"{label}: {msg}")
     if st.code == 3:
         return EmuTimeout(
@@ -503,15 +514,21 @@ def _launch_error(kernel: str, idx: int, launch: ResolvedLaunch, rc: int, st: _S
                 what = b.describe_fault(st.addr, b.name in readonly)
                 if what:
                     break
+            kind = "access"
             if what is None:
+                array = f"__shared__ {msg}" if msg else "a __shared__ array"
                 what = {
                     1: "a fiber stack overflow (a thread's locals exceed 64 KiB)",
                     2: f"past the end of dynamic shared memory ({launch.shared_bytes} bytes in the launch plan)",
-                    3: "past the end of the block's __shared__ arrays",
+                    3: f"past the end of {array}, the last of the block's static shared arrays",
                     4: ("the shared memory of a block of the cluster that has already exited (through "
                         "map_shared_rank; a cluster.sync() before exit keeps it alive until every reader is done)"),
+                    5: f"before the start of {array}, the first of the block's static shared arrays",
+                    6: f"before the start of dynamic shared memory ({launch.shared_bytes} bytes in the launch plan)",
                 }.get(st.region, f"address {st.addr:#x}, which is in no buffer")
-            return EmuOutOfBounds(f"out-of-bounds access in {label} ({sig}): {what}{_where(st)}")
+                if st.region in _SHARED_REGIONS:
+                    kind = "shared memory access"
+            return EmuOutOfBounds(f"out-of-bounds {kind} in {label} ({sig}): {what}{_where(st)}")
         if st.signo == signal.SIGFPE:
             return EmuLaunchError(f"{label}: arithmetic fault ({sig}), e.g. an integer division by zero{_where(st)}")
         if st.signo == signal.SIGABRT:

@@ -87,15 +87,16 @@ static_assert(sizeof(uchar4) == 4 && alignof(uchar4) == 4, "uchar4 layout");
 static_assert(sizeof(float3) == 12 && alignof(float3) == 4, "float3 layout");
 
 // ---------------------------------------------------------------- shared memory
-// A function-scope `__shared__ T name[...]` becomes `auto& name = emu_block_shared<T[...], id, align>()`:
+// A function-scope `__shared__ T name[...]` becomes `auto& name = emu_block_shared<T[...], id, align>("name")`:
 // per-block storage (cooperative launches run every block at once), poisoned with
-// 0xff bytes at block start, so a read before any write sees NaN / all ones.
+// 0xff bytes at block start, so a read before any write sees NaN / all ones. The
+// arrays lie below the block's base, so the first one reached ends at a guard page.
 template <class T, int ID, unsigned long ALIGN>
-static inline __attribute__((always_inline)) T& emu_block_shared() {
+static inline __attribute__((always_inline)) T& emu_block_shared(const char* name) {
     constexpr unsigned long a = alignof(T) > ALIGN ? alignof(T) : ALIGN;
-    static unsigned long off;  // 1 + offset in the block's arena; per declaration and template instance
-    if (__builtin_expect(!off, 0)) off = emu_place_shared(sizeof(T), a) + 1;
-    return *reinterpret_cast<T*>(emu_cur->blk->static_smem + (off - 1));
+    static long off;  // offset below the block's base (negative; 0 until placed); per declaration and template instance
+    if (__builtin_expect(!off, 0)) off = emu_place_shared(sizeof(T), a, name);
+    return *reinterpret_cast<T*>(emu_cur->blk->static_smem + off);
 }
 static inline __attribute__((always_inline)) char* emu_dyn_smem() { return emu_cur->blk->dyn_smem; }
 

@@ -68,7 +68,7 @@ static_assert(__builtin_offsetof(emu_thread, wval) == 64, "a barrier's fields fi
 struct emu_block {
     uint3 idx;                 // blockIdx
     char* dyn_smem;            // extern __shared__ (launch's shared_bytes)
-    char* static_smem;         // arena for __shared__ declarations
+    char* static_smem;         // base of the __shared__ arrays: they lie below it (negative offsets)
     emu_thread* threads;
     unsigned n;
     unsigned n_exited, n_bar, n_warp, n_grid;
@@ -93,7 +93,8 @@ struct emu_status {
     int32_t code;              // 0 ok, 1 error (msg), 2 signal, 3 timeout
     int32_t signo;
     int32_t si_code;
-    int32_t region;            // 0 unknown, 1 fiber stack guard, 2 dynamic shared guard, 3 static shared guard
+    int32_t region;            // 0 unknown, 1 fiber stack guard, 2 past dynamic shared, 3 past static shared,
+                               // 4 exited cluster block, 5 before static shared, 6 before dynamic shared
     uint64_t addr;
     int32_t in_thread;
     uint32_t tid[3];
@@ -114,7 +115,7 @@ EMU_HIDDEN void emu_syncthreads(const char* what);
 EMU_HIDDEN int emu_syncthreads_pred(int kind, int pred, const char* what);
 EMU_HIDDEN unsigned long long emu_warp_op(int op, unsigned mask, unsigned long long val, unsigned src, const char* what);
 EMU_HIDDEN void emu_grid_sync(const char* what);
-EMU_HIDDEN unsigned long emu_place_shared(unsigned long size, unsigned long align);
+EMU_HIDDEN long emu_place_shared(unsigned long size, unsigned long align, const char* name);
 EMU_HIDDEN unsigned emu_active_mask(void);
 EMU_HIDDEN void emu_warp_collective(emu_collective_fn fn, void* arg, unsigned mask, const char* what);
 EMU_HIDDEN void emu_wait_until(emu_wait_pred pred, void* arg, const char* what);

@@ -59,15 +59,35 @@ char* g_stacks = nullptr;
 unsigned long g_nstacks = 0;
 unsigned long g_stack_slot = 0;
 
-// per-block shared memory arenas: [dyn pages][guard][static arena][guard]
+// Per-block shared memory arenas: [guard][dyn pages][guard][static arena][guard].
+// A GPU faults (or corrupts another CTA) on an access past the block's shared
+// allocation; here the used part of each region abuts a PROT_NONE page. Blocks
+// alternate between two placements: even blocks (in run order) put the end of
+// the used part at the guard above it (overruns fault), odd blocks put its start
+// at the guard below it (underruns fault). See place_block_smem.
 char* g_arenas = nullptr;
 unsigned long g_narenas = 0;
 unsigned long g_arena_slot = 0;
 unsigned long g_dyn_pages = 0;
 unsigned long long g_dyn_bytes = 0;
+const unsigned long kDynAlign = 16;    // a GPU guarantees dynamic shared memory at least this alignment
+const unsigned long kSharedAlign = 16;  // every __shared__ array starts at least 16-byte aligned
 
-unsigned long g_static_used = 0;
+// The static layout, the same in every block: arrays placed downward from the
+// block's base (offsets are negative), in the order threads first reach their
+// declarations. The first array reached ends at the base.
+unsigned long g_static_used = 0;        // bytes below the base holding arrays (and alignment gaps)
+unsigned long g_static_align = kSharedAlign;  // the largest alignment any array asked for
+struct emu_decl { long off; unsigned long size; const char* name; };
+const int kMaxDecls = 256;
+emu_decl g_decls[kMaxDecls];
+int g_ndecls = 0;
+unsigned long long g_block_seq = 0;     // blocks started so far: their parity picks the placement
+emu_block* g_group = nullptr;           // the blocks running together now (for layout growth)
+unsigned long long g_group_n = 0;
+
 unsigned char* g_arena_dead = nullptr;  // per arena: protected because its block exited before its cluster
+unsigned long* g_arena_low = nullptr;   // per arena: bytes at the bottom of its static region protected below a start-anchored layout
 
 // Asynchronous copies waiting for their wait: records in one pool per launch
 // child, linked per thread (cp.async groups, bulk stores) or per barrier.
@@ -276,36 +296,139 @@ void alloc_stacks(unsigned long n) {
 void alloc_arenas(unsigned long n, unsigned long long dyn_bytes) {
     g_dyn_bytes = dyn_bytes;
     g_dyn_pages = (dyn_bytes + g_page - 1) / g_page;
-    g_arena_slot = (g_dyn_pages + 1) * g_page + kStaticArena + g_page;
+    g_arena_slot = (g_dyn_pages + 2) * g_page + kStaticArena + g_page;
     g_narenas = n;
     g_arenas = (char*)map_or_fail(n * g_arena_slot, "shared memory");
     g_arena_dead = (unsigned char*)map_or_fail(n, "arena flags");
+    g_arena_low = (unsigned long*)map_or_fail(n * sizeof(unsigned long), "arena guards");
     for (unsigned long i = 0; i < n; ++i) {
         char* a = g_arenas + i * g_arena_slot;
-        mprotect(a + g_dyn_pages * g_page, g_page, PROT_NONE);
-        mprotect(a + (g_dyn_pages + 1) * g_page + kStaticArena, g_page, PROT_NONE);
-        memset(a + (g_dyn_pages + 1) * g_page, 0xff, kStaticArena);
+        mprotect(a, g_page, PROT_NONE);
+        mprotect(a + (g_dyn_pages + 1) * g_page, g_page, PROT_NONE);
+        mprotect(a + (g_dyn_pages + 2) * g_page + kStaticArena, g_page, PROT_NONE);
+        memset(a + (g_dyn_pages + 2) * g_page, 0xff, kStaticArena);
     }
 }
 
-char* arena_dyn(unsigned long i) {
-    // the dynamic region ends where the guard page begins (128-byte aligned start, as a GPU's is at least)
-    unsigned long long padded = (g_dyn_bytes + 127) & ~127ull;
-    return g_arenas + i * g_arena_slot + g_dyn_pages * g_page - padded;
-}
-char* arena_static(unsigned long i) { return g_arenas + i * g_arena_slot + (g_dyn_pages + 1) * g_page; }
+char* arena_dyn_lo(unsigned long i) { return g_arenas + i * g_arena_slot + g_page; }
+char* arena_dyn_hi(unsigned long i) { return arena_dyn_lo(i) + g_dyn_pages * g_page; }
+char* arena_static(unsigned long i) { return g_arenas + i * g_arena_slot + (g_dyn_pages + 2) * g_page; }
+char* arena_static_hi(unsigned long i) { return arena_static(i) + kStaticArena; }
 
+inline unsigned long round_up(unsigned long v, unsigned long a) { return (v + a - 1) / a * a; }
+
+// The array that holds (or borders) byte `off` of the layout: the one whose end is nearest at or below it
+// (side > 0), or whose start is nearest at or above it (side < 0).
+const emu_decl* decl_near(long off, int side) {
+    const emu_decl* best = nullptr;
+    for (int k = 0; k < g_ndecls; ++k) {
+        const emu_decl* d = &g_decls[k];
+        if (side > 0 ? (d->off + (long)d->size <= off && (!best || d->off > best->off))
+                     : (d->off >= off && (!best || d->off < best->off)))
+            best = d;
+    }
+    return best;
+}
+
+// Region of a faulting address (emu_status.region), and into msg the __shared__ array it borders.
 int classify(uint64_t a) {
     if (g_stacks && a >= (uint64_t)g_stacks && a < (uint64_t)g_stacks + g_nstacks * g_stack_slot &&
         (a - (uint64_t)g_stacks) % g_stack_slot < g_page)
         return 1;
     if (g_arenas && a >= (uint64_t)g_arenas && a < (uint64_t)g_arenas + g_narenas * g_arena_slot) {
+        unsigned long i = (a - (uint64_t)g_arenas) / g_arena_slot;
         uint64_t off = (a - (uint64_t)g_arenas) % g_arena_slot;
-        if (off >= g_dyn_pages * g_page && off < (g_dyn_pages + 1) * g_page) return 2;
-        if (off >= (g_dyn_pages + 1) * g_page + kStaticArena) return 3;
-        if (g_arena_dead && g_arena_dead[(a - (uint64_t)g_arenas) / g_arena_slot]) return 4;
+        if (off < g_page) return 6;
+        if (off >= (g_dyn_pages + 1) * g_page && off < (g_dyn_pages + 2) * g_page) return 2;
+        const emu_decl* d = nullptr;
+        int region = 0;
+        if (off >= (g_dyn_pages + 2) * g_page + kStaticArena) {
+            region = 3;
+            d = decl_near(0, 1);  // the array that ends at the base
+        } else if (g_arena_dead && g_arena_dead[i]) {
+            return 4;
+        } else if (g_arena_low && off < (g_dyn_pages + 2) * g_page + g_arena_low[i]) {
+            region = 5;
+            d = decl_near(-(long)g_static_used, -1);  // the array placed lowest
+        }
+        if (d && d->name) snprintf(g_st->msg, sizeof g_st->msg, "%s", d->name);
+        return region;
     }
     return 0;
+}
+
+// Where block b's shared memory lies in its arena. Even blocks: dynamic memory and the static
+// arrays end at the guard page above them (up to kDynAlign-1 / alignment bytes of slack, which
+// check_slack watches for writes). Odd blocks: both start at the guard page below them (the pages
+// under the static arrays are protected for the block's life). A kernel that overruns or underruns
+// in every block faults in the first block that has the placement catching it.
+void place_block_smem(emu_block* b, unsigned long arena, int start_anchored) {
+    char* lo = arena_static(arena);
+    if (g_arena_dead[arena]) {  // its last block exited before its cluster: make it usable again
+        mprotect(arena_dyn_lo(arena), g_dyn_pages * g_page, PROT_READ | PROT_WRITE);
+        mprotect(lo, kStaticArena, PROT_READ | PROT_WRITE);
+        g_arena_dead[arena] = 0;
+        g_arena_low[arena] = 0;
+    }
+    if (g_arena_low[arena]) {
+        mprotect(lo, g_arena_low[arena], PROT_READ | PROT_WRITE);
+        g_arena_low[arena] = 0;
+    }
+    if (start_anchored) {
+        b->dyn_smem = arena_dyn_lo(arena);
+        unsigned long used = round_up(g_static_used, g_static_align);
+        unsigned long below = kStaticArena - round_up(used, g_page);  // bytes under the page the layout starts on
+        b->static_smem = lo + below + used;
+        if (g_static_used && below) {
+            mprotect(lo, below, PROT_NONE);
+            g_arena_low[arena] = below;
+        }
+    } else {
+        b->dyn_smem = arena_dyn_hi(arena) - round_up(g_dyn_bytes, kDynAlign);
+        b->static_smem = arena_static_hi(arena);
+    }
+}
+
+// A block placed start-anchored must have room for arrays first reached after it started: open the
+// protected pages they need.
+void make_room(emu_block* b, unsigned long used) {
+    unsigned long arena = b->slot;
+    char* lo = arena_static(arena);
+    if (b->static_smem - lo < (long)used)
+        emu_fail("__shared__ declarations need more than %lu bytes per block", (unsigned long)(b->static_smem - lo));
+    char* need = b->static_smem - used;
+    if (g_arena_low[arena] && need < lo + g_arena_low[arena]) {
+        unsigned long keep = (unsigned long)(need - lo) / g_page * g_page;
+        mprotect(lo + keep, g_arena_low[arena] - keep, PROT_READ | PROT_WRITE);
+        g_arena_low[arena] = keep;
+    }
+}
+
+// Bytes of the layout that belong to no array (alignment gaps, the slack above the first array,
+// the rounding after dynamic shared memory) still hold the poison after the block: else a write
+// landed just past an array's end.
+void check_slack(emu_block* b) {
+    const unsigned char* q = (const unsigned char*)b->dyn_smem + g_dyn_bytes;
+    for (unsigned long k = 0; k < round_up(g_dyn_bytes, kDynAlign) - g_dyn_bytes; ++k)
+        if (q[k] != 0xff) {
+            g_st->region = 7;
+            fail_block(b, "a write to byte %lu past the end of dynamic shared memory (%llu bytes in the launch plan; "
+                       "found when the block exited: the 16-byte rounding kept it off the guard page)", k + 1, g_dyn_bytes);
+        }
+    long top = 0;  // walking down from the base: the start of the array above
+    for (int pass = 0; pass < g_ndecls; ++pass) {
+        const emu_decl* d = decl_near(top, 1);
+        if (!d) break;
+        const unsigned char* p = (const unsigned char*)b->static_smem + d->off + d->size;
+        for (long k = 0; k < top - (d->off + (long)d->size); ++k)
+            if (p[k] != 0xff) {
+                g_st->region = 7;
+                fail_block(b, "a write to byte %ld past the end of __shared__ %s (found when the block exited: "
+                           "the array's alignment slack kept it off the guard page)",
+                           (long)k + 1, d->name ? d->name : "(unnamed)");
+            }
+        top = d->off;
+    }
 }
 
 // ------------------------------------------------------------------ blocks
@@ -322,16 +445,10 @@ void init_block(emu_block* b, uint3 idx, emu_thread* th, unsigned long first_sta
     b->crank = 0;
     b->cl = nullptr;
     b->slot = arena;
-    if (g_arena_dead[arena]) {  // its last block exited before its cluster: make it usable again
-        mprotect(g_arenas + arena * g_arena_slot, g_dyn_pages * g_page, PROT_READ | PROT_WRITE);
-        mprotect(arena_static(arena), kStaticArena, PROT_READ | PROT_WRITE);
-        g_arena_dead[arena] = 0;
-    }
-    b->dyn_smem = arena_dyn(arena);
-    b->static_smem = arena_static(arena);
+    place_block_smem(b, arena, (int)(g_block_seq++ & 1));
     // shared memory starts out as garbage on a GPU: poison it (floats read NaN)
-    if (g_dyn_bytes) memset(b->dyn_smem, 0xff, g_dyn_bytes);
-    if (g_static_used) memset(b->static_smem, 0xff, g_static_used);
+    if (g_dyn_bytes) memset(b->dyn_smem, 0xff, round_up(g_dyn_bytes, kDynAlign));
+    if (g_static_used) memset(b->static_smem - g_static_used, 0xff, g_static_used);
     for (unsigned i = 0; i < n; ++i) {
         emu_thread* t = &th[i];
         t->tid.x = i % bx;
@@ -636,7 +753,7 @@ void block_exited(emu_block* b) {
         if (!c->blocks[r]->done) {
             // others of its cluster still run and may read this block's shared memory through
             // map_shared_rank: on a GPU that memory is gone, here any access faults and is named
-            mprotect(g_arenas + b->slot * g_arena_slot, g_dyn_pages * g_page, PROT_NONE);
+            mprotect(arena_dyn_lo(b->slot), g_dyn_pages * g_page, PROT_NONE);
             mprotect(arena_static(b->slot), kStaticArena, PROT_NONE);
             g_arena_dead[b->slot] = 1;
             return;
@@ -674,6 +791,8 @@ void block_exited(emu_block* b) {
 // until all have exited. Blocks take turns between sync points in a fixed permuted order.
 void run_group(emu_block* bs, unsigned long long n) {
     order go(n);
+    g_group = bs;
+    g_group_n = n;
     for (;;) {
         unsigned long long before = g_switches, waiting = 0, done = 0, blocked = 0;
         emu_block* at_grid = nullptr;
@@ -684,6 +803,7 @@ void run_group(emu_block* bs, unsigned long long n) {
             if (r == 0) {
                 b->done = 1;
                 ++done;
+                if (g_ndecls || g_dyn_bytes % kDynAlign) check_slack(b);
                 block_exited(b);
             } else if (r == 1) {
                 ++waiting;
@@ -902,12 +1022,26 @@ EMU_HIDDEN void emu_grid_sync(const char* what) {
 
 // Place one __shared__ declaration in the per-block arena (called once per
 // declaration per launch child; blocks share the layout, not the storage).
-EMU_HIDDEN unsigned long emu_place_shared(unsigned long size, unsigned long align) {
-    if (align < 128) align = 128;  // every declaration starts 128-byte aligned (WMMA wants 32, bulk copies 16)
-    unsigned long off = (g_static_used + align - 1) / align * align;
-    if (off + size > kStaticArena)
-        emu_fail("__shared__ declarations need more than %lu bytes per block", kStaticArena);
-    g_static_used = off + size;
+// Arrays go downward from the block's base, each at the natural alignment a GPU gives it (at
+// least 16 bytes, more when declared __align__): the first array reached ends at the base, so
+// an overrun of the last array on a GPU's layout and of the first one here hits the guard page.
+EMU_HIDDEN long emu_place_shared(unsigned long size, unsigned long align, const char* name) {
+    if (align < kSharedAlign) align = kSharedAlign;
+    if (align > g_page) emu_fail("__shared__ %s asks for %lu-byte alignment; the emulator gives at most %lu", name, align, g_page);
+    unsigned long used = round_up(g_static_used + size, align);
+    if (used > kStaticArena || g_ndecls == kMaxDecls)
+        emu_fail("__shared__ declarations need more than %lu bytes (or %d arrays) per block", kStaticArena, kMaxDecls);
+    long off = -(long)used;
+    // blocks running now: room below their base, and the new array poisoned as at block start
+    for (unsigned long long k = 0; k < g_group_n; ++k) {
+        emu_block* b = &g_group[k];
+        if (b->done) continue;
+        make_room(b, used);
+        memset(b->static_smem + off, 0xff, used - g_static_used);
+    }
+    g_decls[g_ndecls++] = emu_decl{off, size, name};
+    g_static_used = used;
+    if (align > g_static_align) g_static_align = align;
     return off;
 }
 
@@ -939,7 +1073,7 @@ EMU_HIDDEN void emu_wait_until(emu_wait_pred pred, void* arg, const char* what) 
 EMU_HIDDEN int emu_in_shared(const void* p, unsigned long n) {
     const char* q = (const char*)p;
     emu_block* b = emu_cur->blk;
-    if (q >= b->static_smem && q + n <= b->static_smem + kStaticArena) return 1;
+    if (q >= b->static_smem - g_static_used && q + n <= b->static_smem) return 1;
     return g_dyn_bytes && q >= b->dyn_smem && q + n <= b->dyn_smem + g_dyn_bytes;
 }
 
@@ -1084,10 +1218,10 @@ EMU_HIDDEN void emu_cluster_wait(unsigned long long token, const char* what) {
     t->wval = token;
     emu_wait_until(cluster_phase_moved, t, what);
 }
-static int smem_owner(emu_cluster* c, const char* q, unsigned long* off, int* dyn) {
+static int smem_owner(emu_cluster* c, const char* q, long* off, int* dyn) {
     for (unsigned r = 0; r < c->n; ++r) {
         emu_block* o = c->blocks[r];
-        if (q >= o->static_smem && q < o->static_smem + kStaticArena) { *off = q - o->static_smem; *dyn = 0; return (int)r; }
+        if (q >= arena_static(o->slot) && q < arena_static_hi(o->slot)) { *off = q - o->static_smem; *dyn = 0; return (int)r; }
         if (g_dyn_bytes && q >= o->dyn_smem && q < o->dyn_smem + g_dyn_bytes) { *off = q - o->dyn_smem; *dyn = 1; return (int)r; }
     }
     return -1;
@@ -1095,7 +1229,7 @@ static int smem_owner(emu_cluster* c, const char* q, unsigned long* off, int* dy
 EMU_HIDDEN void* emu_cluster_map(const void* p, unsigned rank) {
     emu_cluster* c = emu_cur->blk->cl;
     if (rank >= c->n) emu_fail("map_shared_rank(..., %u) in a cluster of %u blocks", rank, c->n);
-    unsigned long off;
+    long off;
     int dyn;
     if (smem_owner(c, (const char*)p, &off, &dyn) < 0)
         emu_fail("map_shared_rank(%p, %u): the address is not in the shared memory of a block of this cluster", p, rank);
@@ -1103,7 +1237,7 @@ EMU_HIDDEN void* emu_cluster_map(const void* p, unsigned rank) {
     return (dyn ? o->dyn_smem : o->static_smem) + off;
 }
 EMU_HIDDEN int emu_cluster_query(const void* p) {
-    unsigned long off;
+    long off;
     int dyn;
     int r = smem_owner(emu_cur->blk->cl, (const char*)p, &off, &dyn);
     if (r < 0) emu_fail("query_shared_rank(%p): the address is not in the shared memory of a block of this cluster", p);

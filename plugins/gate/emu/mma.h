@@ -81,8 +81,9 @@ static inline void emu_wmma_sync(const char* what) {
                  t->blk->n, t->blk->n - t->warp * 32);
     emu_warp_op(EMU_OP_SYNCWARP, 0xffffffffu, 0, 0, what);
 }
-// Shared-memory pointers must be 32-byte aligned (the emulator starts every __shared__ array
-// 128-byte aligned). Global buffers start only 16-byte aligned here (their ends abut guard
+// Shared-memory pointers must be 32-byte aligned (the emulator starts a __shared__ array at its
+// natural alignment, at least 16 bytes, or at its __align__; declare WMMA tiles __align__(32) or
+// more, as a GPU needs too). Global buffers start only 16-byte aligned here (their ends abut guard
 // pages), so for global pointers 16 bytes is what the emulator can check.
 template <class T>
 static inline void emu_wmma_check(const T* p, unsigned ldm, const char* what) {
