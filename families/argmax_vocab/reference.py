@@ -7,6 +7,9 @@ Rows are N(0, 1) logits. Planted maxima, in every seed and shape:
 - rows r % 4 == 3: the maximum appears three times, at j, j + 1 (same float4
   or the next) and j + 129 (another lane), so only the first-index rule
   gives j.
+Keep every value normal (never denormal): two_pass's second kernel finds the
+index by exact equality with the row maximum under -ftz=true, which would
+match flushed denormals as zeros.
 """
 import numpy as np
 

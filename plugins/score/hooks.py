@@ -32,6 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--passes", dest="st_passes", type=int, default=1, metavar="N", help="ask every item N times")
     g.addoption("--refresh", dest="st_refresh", action="store_true",
                 help="ask the model again even where a saved transcript answers")
+    g.addoption("--combine-sets", dest="st_combine_sets", action="store_true",
+                help="with --set all, also one table over every set (each set is always reported on its own)")
     g.addoption("--two-step", dest="st_two_step", action="store_true",
                 help="show the model the measured runtime of its pick and let it pick again")
     g.addoption("--run-dir", dest="st_run_dir", metavar="PATH", help="run folder (default: reports/runs/<model>)")

@@ -17,7 +17,7 @@ from typing import Iterator, Sequence
 
 from plugins.atomicio import write_bytes_atomic, write_text_atomic
 from plugins.score.report import fragile_lines, mean_row, score_headers, score_row, table_lines, unmeasured_banner
-from plugins.score.tally import CONDITIONS, Record, Score, score_by_pass
+from plugins.score.tally import CONDITIONS, Record, Score, score_by_pass, sets_of
 
 REQUIRED = ("model", "item", "family", "condition", "order", "pass", "expected", "outcome", "key", "key_measured")
 
@@ -34,6 +34,7 @@ class Entry:
     mode: str
     key: str
     scores: tuple[Score, ...]
+    family_set: str = "classic"
 
     @property
     def label(self) -> str:
@@ -61,7 +62,7 @@ def read_junit(path: Path) -> list[tuple[dict, Record]]:
                 pass_index=int(props["pass"]), expected=props["expected"], chosen=props.get("chosen") or None,
                 strict=props.get("strict") or None, outcome=props["outcome"],
                 key_measured=props["key_measured"] == "true", key=props["key"],
-                key_fragile=props.get("key_fragile") == "true",
+                key_fragile=props.get("key_fragile") == "true", family_set=props.get("set") or "classic",
             )))
         except ValueError as exc:
             raise LeaderboardError(f"{path}: testcase {tc.get('name')!r}: {exc}") from None
@@ -70,10 +71,10 @@ def read_junit(path: Path) -> list[tuple[dict, Record]]:
 
 def collect(paths: Sequence[Path]) -> list[Entry]:
     """Group by model, mode and key; the same item-pass twice must agree (a rerun's copy), else it is an error."""
-    groups: dict[tuple[str, str, str], dict[tuple[int, str], tuple[Record, Path]]] = {}
+    groups: dict[tuple[str, str, str, str], dict[tuple[int, str], tuple[Record, Path]]] = {}
     for path in paths:
         for props, rec in read_junit(path):
-            g = groups.setdefault((props["model"], props.get("mode", "one-step"), rec.key), {})
+            g = groups.setdefault((rec.family_set, props["model"], props.get("mode", "one-step"), rec.key), {})
             k = (rec.pass_index, rec.item)
             if k in g and g[k][0] != rec:
                 raise LeaderboardError(
@@ -82,8 +83,9 @@ def collect(paths: Sequence[Path]) -> list[Entry]:
                     "fix: pass only one of these runs (or give them different --passes)"
                 )
             g[k] = (rec, path)
-    return [Entry(m, mode, key, score_by_pass(r for r, _ in g.values()))
-            for (m, mode, key), g in sorted(groups.items())]
+    order = {s: i for i, s in enumerate(sets_of(r for g in groups.values() for r, _ in g.values()))}
+    return [Entry(m, mode, key, score_by_pass(r for r, _ in g.values()), family_set=fs)
+            for (fs, m, mode, key), g in sorted(groups.items(), key=lambda kv: (order[kv[0][0]], kv[0][1:]))]
 
 
 def leaderboard_lines(entries: Sequence[Entry]) -> Iterator[str]:
@@ -91,17 +93,22 @@ def leaderboard_lines(entries: Sequence[Entry]) -> Iterator[str]:
     if unmeasured:
         yield unmeasured_banner(", ".join(unmeasured))
         yield ""
-    yield "SparkTrace leaderboard: correct letters per condition; one row per model and pass, then the mean."
-    yield ""
-    scores = [s for e in entries for s in e.scores]
-    headers, dens = score_headers(scores, ("model", "key", "pass"))
-    body = []
-    for e in entries:
-        body += [score_row((e.label, e.key, str(s.pass_index)), s, dens) for s in e.scores]
-        if len(e.scores) > 1:
-            body.append(mean_row((e.label, e.key, "mean"), e.scores))
-    yield from table_lines(headers, body)
-    yield from fragile_lines(scores)
+    yield ("SparkTrace leaderboard: correct letters per condition; one table per family set, "
+           "one row per model and pass, then the mean.")
+    for family_set in dict.fromkeys(e.family_set for e in entries):
+        group = [e for e in entries if e.family_set == family_set]
+        yield ""
+        yield f"Set {family_set}:"
+        yield ""
+        scores = [s for e in group for s in e.scores]
+        headers, dens = score_headers(scores, ("model", "key", "pass"))
+        body = []
+        for e in group:
+            body += [score_row((e.label, e.key, str(s.pass_index)), s, dens) for s in e.scores]
+            if len(e.scores) > 1:
+                body.append(mean_row((e.label, e.key, "mean"), e.scores))
+        yield from table_lines(headers, body)
+        yield from fragile_lines(scores)
 
 
 def write_chart(entries: Sequence[Entry], path: Path) -> None:
@@ -120,7 +127,7 @@ def write_chart(entries: Sequence[Entry], path: Path) -> None:
             cells = [s.conditions[c] for s in e.scores if s.conditions[c].n]
             ys.append(sum(x.correct / x.n for x in cells) / len(cells) if cells else 0.0)
         xs = [j + (i - (len(entries) - 1) / 2) * width for j in range(len(CONDITIONS))]
-        ax.bar(xs, ys, width, label=f"{e.label} [{e.key}]")
+        ax.bar(xs, ys, width, label=f"{e.label} [{e.key}, {e.family_set}]")
     ax.set_xticks(range(len(CONDITIONS)), CONDITIONS)
     ax.set_ylim(0, 1)
     ax.set_ylabel("fraction correct (mean over passes)")

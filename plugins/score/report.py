@@ -35,6 +35,7 @@ class RunReport:
     mode: str  # "one-step" | "two-step"
     scores: tuple[Score, ...]
     notes: tuple[str, ...] = ()
+    family_set: str = "classic"  # the family set scored, or "all" for the combined table (--combine-sets)
 
     @property
     def key_measured(self) -> bool:
@@ -101,7 +102,8 @@ def report_lines(rep: RunReport) -> Iterator[str]:
     """Every line of the report, first line the warning when the key was not measured."""
     if not rep.key_measured:
         yield unmeasured_banner(rep.key_gpu)
-    yield (f"SparkTrace score: model {rep.model}, key {rep.key_gpu} "
+    what = "every set together" if rep.family_set == "all" else f"set {rep.family_set}"
+    yield (f"SparkTrace score: model {rep.model}, {what}, key {rep.key_gpu} "
            f"({'measured' if rep.key_measured else 'NOT measured: intended winner'}), {rep.mode}, "
            f"{len(rep.scores)} pass{'es' if len(rep.scores) > 1 else ''}")
     yield ""
@@ -177,13 +179,35 @@ def no_items_lines(model: str, key: str, notes: Sequence[str], built: int) -> It
 
 def report_json(rep: RunReport) -> dict:
     head = {"warning": unmeasured_banner(rep.key_gpu)} if not rep.key_measured else {}
-    return {**head, "schema": SCHEMA, "model": rep.model, "key": rep.key_gpu, "key_measured": rep.key_measured,
-            "mode": rep.mode, "notes": list(rep.notes), "passes": [score_json(s) for s in rep.scores]}
+    return {**head, "schema": SCHEMA, "model": rep.model, "set": rep.family_set, "key": rep.key_gpu,
+            "key_measured": rep.key_measured, "mode": rep.mode, "notes": list(rep.notes),
+            "passes": [score_json(s) for s in rep.scores]}
 
 
-def write_report(rep: RunReport, run_dir: Path) -> tuple[Path, Path]:
+def reports_lines(reps: Sequence[RunReport]) -> Iterator[str]:
+    """One report per family set, separated by a blank line."""
+    for i, rep in enumerate(reps):
+        if i:
+            yield ""
+        yield from report_lines(rep)
+
+
+def reports_json(reps: Sequence[RunReport]) -> dict:
+    """One set: that set's report. Several: each under `sets`, so no table mixes
+    denominators unless the combined one ("all") was asked for."""
+    if len(reps) == 1:
+        return report_json(reps[0])
+    first = reps[0]
+    head = {"warning": unmeasured_banner(first.key_gpu)} if not all(r.key_measured for r in reps) else {}
+    return {**head, "schema": SCHEMA, "model": first.model, "key": first.key_gpu,
+            "key_measured": all(r.key_measured for r in reps), "mode": first.mode, "notes": list(first.notes),
+            "sets": {r.family_set: report_json(r) for r in reps}}
+
+
+def write_report(reps: RunReport | Sequence[RunReport], run_dir: Path) -> tuple[Path, Path]:
     """`score.md` and `score.json` in the run folder, each replaced atomically."""
+    reps = [reps] if isinstance(reps, RunReport) else list(reps)
     md, js = Path(run_dir, "score.md"), Path(run_dir, "score.json")
-    write_text_atomic(md, "\n".join(report_lines(rep)) + "\n")
-    write_text_atomic(js, json.dumps(report_json(rep), indent=1) + "\n")
+    write_text_atomic(md, "\n".join(reports_lines(reps)) + "\n")
+    write_text_atomic(js, json.dumps(reports_json(reps), indent=1) + "\n")
     return md, js

@@ -17,7 +17,7 @@ from plugins.family.manifest import DEFAULT_SET, selected_sets
 from plugins.items.build import Item, build_items, read_jsonl
 from plugins.items.options import CONDITIONS, DEFAULT_KEY, LETTERS, ORDERS  # DEFAULT_KEY: --key overrides
 from plugins.score.modelapi import Completion, FatalModelError, GenerateConfig, Message, ModelAPI, OmittedError
-from plugins.score.tally import Record, outcome_of, score_by_pass
+from plugins.score.tally import Record, outcome_of, score_by_set
 from plugins.score.transcripts import (
     TranscriptError,
     read_transcript,
@@ -91,6 +91,7 @@ class Options:
     rootdir: Path = Path(".")
     families_root: Path = Path("families")  # plugins.family.hooks' --families-root when it is loaded
     sets: tuple[str, ...] = (DEFAULT_SET,)  # plugins.family.hooks' --set, as the sets it selects
+    combine_sets: bool = False  # also one table over every set (--combine-sets)
 
     @property
     def enabled(self) -> bool:
@@ -155,6 +156,7 @@ def options_from(getoption: Callable[..., Any], rootdir: Path) -> Options:
         run_dir=path(getoption("st_run_dir")), rootdir=Path(rootdir),
         families_root=Path(getoption("families_root", "families") or "families"),
         sets=selected_sets(getoption("st_set", DEFAULT_SET) or DEFAULT_SET),
+        combine_sets=bool(getoption("st_combine_sets", False)),
     )
 
 
@@ -353,7 +355,7 @@ def _score_fields(item: Item, turns: list[dict], two_step: bool, omitted_reason:
     toks = [(t["prompt_tokens"], t["completion_tokens"]) for t in turns]
     tokens = None if not toks or any(p is None or c is None for p, c in toks) else sum(p + c for p, c in toks)
     return {
-        "item": item.id, "task": item.task, "family": item.family, "condition": item.condition,
+        "item": item.id, "task": item.task, "family": item.family, "set": item.set, "condition": item.condition,
         "order": item.order, "prompt_sha256": item.prompt_sha256, "key": asdict(item.key),
         "expected": item.answer,
         "first_choice": turns[0]["letter"] if two_step and turns else None,
@@ -471,7 +473,7 @@ def properties(case: Case, info: ModelInfo, result: CaseResult, rootdir: Path, t
         shown = result.transcript
     props: list[tuple[str, object]] = [
         ("model", info.name), ("model_id", info.model_id), ("item", case.item.id),
-        ("family", case.item.family), ("condition", case.item.condition), ("order", case.item.order),
+        ("family", case.item.family), ("set", case.item.set), ("condition", case.item.condition), ("order", case.item.order),
         ("pass", case.pass_index), ("key", case.item.key.gpu),
         ("key_measured", "true" if case.item.key.measured else "false"),
         ("key_fragile", "true" if case.item.key.fragile else "false"),
@@ -581,17 +583,18 @@ class ScoringSession:
         """Controller side: the table from disk, written to score.md/score.json; lines for the terminal."""
         if self.worker or not self.opts.enabled:
             return []
-        from plugins.score.report import RunReport, no_items_lines, report_lines, write_report
+        from plugins.score.report import RunReport, no_items_lines, reports_lines, write_report
 
         records = self.records()
         if not records:
             return list(no_items_lines(self.opts.name, self.opts.key_gpu, self.notes, built=len(self.cases)))
-        rep = RunReport(
-            model=self.opts.name, key_gpu=", ".join(sorted({r.key for r in records})), mode=self.opts.mode,
-            scores=score_by_pass(records), notes=tuple(self.notes),
-        )
-        md, js = write_report(rep, self.opts.resolved_run_dir)
-        return [*report_lines(rep), f"written: {md} and {js}"]
+        reps = [
+            RunReport(model=self.opts.name, key_gpu=", ".join(sorted({r.key for r in records})), mode=self.opts.mode,
+                      scores=scores, notes=tuple(self.notes), family_set=family_set)
+            for family_set, scores in score_by_set(records, combine=self.opts.combine_sets).items()
+        ]
+        md, js = write_report(reps, self.opts.resolved_run_dir)
+        return [*reports_lines(reps), f"written: {md} and {js}"]
 
     def close(self) -> None:
         model, self._model = self._model, None

@@ -33,6 +33,7 @@ class Record:
     key_measured: bool = True
     key: str = ""  # whose measurements are the answer key (GPU slug)
     key_fragile: bool = False  # the family's key is kept but its ratio interval reaches below 1.08
+    family_set: str = "classic"  # the family set the item belongs to (classic, hard)
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -237,6 +238,21 @@ def score_pass(records: Iterable[Record]) -> Score:
         families=tuple(families),
         key_measured=all(r.key_measured for r in rs),
     )
+
+
+def sets_of(records: Iterable[Record]) -> tuple[str, ...]:
+    """The family sets the records cover, classic first, then by name."""
+    return tuple(sorted({r.family_set for r in records}, key=lambda s: (s != "classic", s)))
+
+
+def score_by_set(records: Iterable[Record], combine: bool = False) -> dict[str, tuple[Score, ...]]:
+    """Scores per family set, each with its own denominators (a set's table is /30 per
+    condition, /90 in all); with `combine`, also "all" over every set, only when asked."""
+    rs = list(records)
+    out = {s: score_by_pass(r for r in rs if r.family_set == s) for s in sets_of(rs)}
+    if combine and len(out) > 1:
+        out["all"] = score_by_pass(rs)
+    return out
 
 
 def score_by_pass(records: Iterable[Record]) -> tuple[Score, ...]:

@@ -89,6 +89,7 @@ def record_of(data: dict, path: Path | str = "<transcript>") -> Record:
             key_measured=bool(data["key"]["measured"]),
             key=str(data["key"]["gpu"]),
             key_fragile=bool(data["key"].get("fragile", False)),
+            family_set=str(data.get("set", "classic")),
         )
     except KeyError as exc:
         raise TranscriptError(

@@ -82,3 +82,24 @@ def test_bad_inputs_name_the_file(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(empty), "--out", str(tmp_path / "o")])
     assert "no scored item" in capsys.readouterr().err
+
+
+def test_one_table_per_family_set(tmp_path):
+    """Sheets holding two sets give two tables, each with its own denominators (a SYNTHETIC sheet)."""
+    cases = []
+    for family_set, fams in (("classic", ("fa", "fb")), ("hard", ("ha",))):
+        for fam in fams:
+            for cond in ("source", "full", "no-conflicts"):
+                for order in ("forward", "mirror"):
+                    props = {"model": "m", "item": f"{fam}/{cond}/{order}", "family": fam, "set": family_set,
+                             "condition": cond, "order": order, "pass": "1", "expected": "A", "chosen": "A",
+                             "strict": "A", "outcome": "correct", "key": "synthetic", "key_measured": "true"}
+                    cases.append('<testcase name="t"><properties>' + "".join(
+                        f'<property name="{k}" value="{v}"/>' for k, v in props.items()) + "</properties></testcase>")
+    sheet = tmp_path / "sheet.xml"
+    sheet.write_text('<testsuites><testsuite name="s">' + "".join(cases) + "</testsuite></testsuites>")
+    entries = collect([sheet])
+    assert [(e.family_set, e.scores[0].total.n) for e in entries] == [("classic", 12), ("hard", 6)]
+    lines = list(leaderboard_lines(entries))
+    assert lines.index("Set classic:") < lines.index("Set hard:")
+    assert [l.split("|")[7].strip() for l in lines if l.startswith("| model")] == ["total/12", "total/6"]

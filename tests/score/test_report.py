@@ -24,7 +24,7 @@ def records(pass_index=1, measured=True, drop=(), wrong=lambda fam, cond, order:
 def test_seed_form_table_with_denominators_in_headers():
     s = score_pass(records(wrong=lambda f, c, o: c == "full" and f in ("fam00", "fam01") and o == "mirror"))
     lines = list(report_lines(RunReport("m1", "fx", "one-step", (s,))))
-    assert lines[0] == "SparkTrace score: model m1, key fx (measured), one-step, 1 pass"
+    assert lines[0] == "SparkTrace score: model m1, set classic, key fx (measured), one-step, 1 pass"
     header = next(l for l in lines if l.startswith("| model"))
     cols = [c.strip() for c in header.split("|")[1:-1]]
     assert cols == ["model", "pass", "source/30", "full/30", "no-conflicts/30", "total/90", "full-source",
@@ -91,3 +91,35 @@ def test_scores_split_by_pass():
     lines = list(report_lines(RunReport("m", "fx", "two-step", ss)))
     assert "two-step, 2 passes" in lines[0]
     assert sum(l.startswith("Per family, pass") for l in lines) == 2
+
+
+def test_each_set_is_scored_on_its_own_and_together_only_when_asked(tmp_path):
+    """Two sets of 15 families: each table is /30 per condition and /90 in all; the combined one (/60, /180) only on request."""
+    from dataclasses import replace
+
+    from plugins.score.report import reports_json, reports_lines
+    from plugins.score.tally import score_by_set
+
+    classic = records()
+    hard = [replace(r, item="h" + r.item, family="h" + r.family, family_set="hard",
+                    chosen="A", strict="A", outcome="wrong") for r in records()]
+    by_set = score_by_set(classic + hard)
+    assert list(by_set) == ["classic", "hard"]
+    assert by_set["classic"][0].total.correct == 90 and by_set["classic"][0].total.n == 90
+    assert by_set["hard"][0].total.correct == 0 and by_set["hard"][0].total.n == 90
+    both = score_by_set(classic + hard, combine=True)
+    assert list(both) == ["classic", "hard", "all"] and both["all"][0].total.n == 180
+    assert list(score_by_set(classic, combine=True)) == ["classic"]  # one set: nothing to combine
+
+    reps = [RunReport("m1", "fx", "one-step", scores, family_set=name) for name, scores in both.items()]
+    lines = list(reports_lines(reps))
+    headers = [l for l in lines if l.startswith("| model")]
+    assert [h.split("|")[6].strip() for h in headers] == ["total/90", "total/90", "total/180"]
+    assert any(l.startswith("SparkTrace score: model m1, set hard,") for l in lines)
+    assert any(l.startswith("SparkTrace score: model m1, every set together,") for l in lines)
+    js = reports_json(reps[:2])
+    assert set(js["sets"]) == {"classic", "hard"} and "passes" not in js
+    assert js["sets"]["hard"]["passes"][0]["total"]["n"] == 90
+    assert reports_json(reps[:1])["set"] == "classic" and reports_json(reps[:1])["passes"][0]["total"]["correct"] == 90
+    md, _ = write_report(reps[:2], tmp_path / "run")
+    assert md.read_text().count("SparkTrace score: model m1, set ") == 2

@@ -179,7 +179,7 @@ def test_session_records_properties_and_reads_table_from_disk(tmp_path, items):
             "key_measured", "pass"} <= set(props)
     # the controller has no results in memory, only the transcript paths: the table comes from disk
     lines = s.finish()
-    assert lines[0].startswith("SparkTrace score: model scripted, key synthetic-fixture (measured)")
+    assert lines[0].startswith("SparkTrace score: model scripted, set classic, key synthetic-fixture (measured)")
     expected_correct = sum(it.answer == "B" for it in items[:6])
     total_row = next(l for l in lines if l.startswith("| scripted"))
     assert total_row.split("|")[6].strip() == str(expected_correct)

@@ -4,7 +4,9 @@
 // lane, issued one chunk ahead), and for each 64-wide part converts it to fp16
 // (fp8x2 -> half2) into a per-warp shared tile and runs four 16x16x16 WMMA
 // steps (X tile as matrix_a, the W tile as col-major matrix_b, fp32
-// accumulator = Y^T block of 16 tokens x 16 rows).
+// accumulator = Y^T block of 16 tokens x 16 rows). Lanes l and l + 16 read the
+// two halves of one 32-byte sector of row l in each load, so every load
+// instruction covers 16 whole sectors.
 #include <mma.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -22,8 +24,8 @@ extern "C" __global__ void k0(const __nv_fp8_e4m3* __restrict__ W, const __half*
     __shared__ __align__(32) float ys[4][16 * 16];
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
     const int n0 = blockIdx.x * 64 + w * 16;
-    const int row = lane >> 1, hh = lane & 1;   // this lane's W row and 32-byte half of a 64-wide part
-    const __nv_fp8_e4m3* wr = W + (long long)(n0 + row) * K + hh * 32;
+    const int row = lane & 15, hh = lane >> 4;   // this lane's W row and 16-byte half of each 32-byte sector
+    const __nv_fp8_e4m3* wr = W + (long long)(n0 + row) * K + hh * 16;
 
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
     wmma::fill_fragment(acc, 0.0f);
@@ -31,14 +33,14 @@ extern "C" __global__ void k0(const __nv_fp8_e4m3* __restrict__ W, const __half*
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
         wv[2 * p] = *(const uint4*)(wr + p * 64);
-        wv[2 * p + 1] = *(const uint4*)(wr + p * 64 + 16);
+        wv[2 * p + 1] = *(const uint4*)(wr + p * 64 + 32);
     }
     for (int kb = 0; kb < K; kb += KC) {
         uint4 wn[8];   // the next chunk's W, in flight during this chunk
 #pragma unroll
         for (int p = 0; p < 4; ++p) {
             wn[2 * p] = kb + KC < K ? *(const uint4*)(wr + kb + KC + p * 64) : wv[2 * p];
-            wn[2 * p + 1] = kb + KC < K ? *(const uint4*)(wr + kb + KC + p * 64 + 16) : wv[2 * p + 1];
+            wn[2 * p + 1] = kb + KC < K ? *(const uint4*)(wr + kb + KC + p * 64 + 32) : wv[2 * p + 1];
         }
         __syncthreads();
         for (int i = tid; i < 16 * KC / 8; i += 128) {
@@ -52,15 +54,15 @@ extern "C" __global__ void k0(const __nv_fp8_e4m3* __restrict__ W, const __half*
             const unsigned int* b = (const unsigned int*)&wv[2 * p];
 #pragma unroll
             for (int e = 0; e < 8; ++e) {
-                const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(b[e] & 0xffffu), __NV_E4M3);
-                const __half2_raw hi = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(b[e] >> 16), __NV_E4M3);
-                ((unsigned int*)h)[2 * e] = lo.x | ((unsigned int)lo.y << 16);
-                ((unsigned int*)h)[2 * e + 1] = hi.x | ((unsigned int)hi.y << 16);
+                ((__half2_raw*)h)[2 * e] = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(b[e] & 0xffffu), __NV_E4M3);
+                ((__half2_raw*)h)[2 * e + 1] = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(b[e] >> 16), __NV_E4M3);
             }
             __syncwarp();
-            uint4* dst = (uint4*)&ws[w][row * LDW + hh * 32];
-#pragma unroll
-            for (int e = 0; e < 4; ++e) dst[e] = h[e];
+            uint4* dst = (uint4*)&ws[w][row * LDW + hh * 16];   // k = hh * 16 + [0, 16) and 32 + hh * 16 + [0, 16)
+            dst[0] = h[0];
+            dst[1] = h[1];
+            dst[4] = h[2];
+            dst[5] = h[3];
             __syncwarp();
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk) {

@@ -1,8 +1,9 @@
 // The start's k0, k1 and k2; k3 stages rows through shared memory. A
-// 128-thread block takes four consecutive destination rows: one bulk copy
-// per row (cuda::memcpy_async over the block, 16-byte-aligned size, one
-// cuda::barrier) brings the four H-value source rows into dynamic shared
-// memory; after arrive_and_wait the threads store them with 16-byte stores.
+// 128-thread block takes four consecutive destination rows: it reads their
+// four token indices first, then one bulk copy per row (cuda::memcpy_async
+// over the block, 16-byte-aligned size, one cuda::barrier) brings the four
+// H-value source rows into dynamic shared memory; after arrive_and_wait the
+// threads store them with 16-byte stores.
 #include <cooperative_groups.h>
 #include <cuda/barrier>
 #pragma nv_diag_suppress static_var_with_dynamic_init
@@ -106,11 +107,16 @@ extern "C" __global__ void k3(const __nv_bfloat16* __restrict__ X, const int* __
     const int d = blockIdx.x * 4;
     const int nq = min(4, 2 * T - d);
     const int n16 = H / 8;
+    int src[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) src[q] = rows[q < nq ? d + q : d];
     if (threadIdx.x == 0) init(&bar, blockDim.x);
     block.sync();
-    for (int q = 0; q < nq; ++q)
-        cuda::memcpy_async(block, buf + q * n16, X + (long long)rows[d + q] * H,
-                           cuda::aligned_size_t<16>(H * 2), bar);
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+        if (q < nq)
+            cuda::memcpy_async(block, buf + q * n16, X + (long long)src[q] * H,
+                               cuda::aligned_size_t<16>(H * 2), bar);
     bar.arrive_and_wait();
     uint4* out = reinterpret_cast<uint4*>(Xp + (long long)d * H);
 #pragma unroll 4

@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda/barrier>
+#include <cuda/ptx>
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
 
@@ -25,7 +26,10 @@ extern "C" __global__ void __cluster_dims__(4, 1, 1) k0(const __nv_bfloat16* __r
     const int tid = threadIdx.x, qn = C / 4, nvec = qn / 8;
     const long long off = row * C + (long long)rank * qn;
 
-    if (tid == 0) init(&bar, blockDim.x);
+    if (tid == 0) {
+        init(&bar, blockDim.x);
+        cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);   // the initialised barrier, seen by the bulk copy
+    }
     __syncthreads();
     cuda::memcpy_async(cg::this_thread_block(), xs, x + off, cuda::aligned_size_t<16>(qn * sizeof(__nv_bfloat16)), bar);
     bar.arrive_and_wait();

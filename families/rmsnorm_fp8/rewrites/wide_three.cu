@@ -1,6 +1,6 @@
 // Three launches as the start, one 256-thread CTA per row, but every kernel
-// moves 16-byte vectors (8 bf16 in, 8 fp8 codes out) and k2 converts pairs
-// with the packed float2 -> e4m3x2 intrinsic.
+// reads x and w as 16-byte vectors (8 bf16), k2 writes 8-byte vectors of 8 fp8
+// codes and converts pairs with the packed float2 -> e4m3x2 intrinsic.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 

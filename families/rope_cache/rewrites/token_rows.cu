@@ -1,14 +1,17 @@
-// One CTA per token with 8 threads for each of its HQ + HK heads (q heads, then
-// k heads): each thread rotates 8 consecutive pairs of one head with 16-byte
-// accesses and reads their cos/sin (four float4) from the token's table row,
-// which all the CTA's heads read at the same time.
+// One CTA per 4 consecutive tokens, with 8 threads for each head of each token
+// (q heads, then k heads; blockDim.x = 4 * (HQ + HK) * 8): each thread rotates
+// 8 consecutive pairs of one head with 16-byte accesses and reads their
+// cos/sin (four float4) from its token's table row, which all the token's
+// heads read at the same time.
 #include <cuda_bf16.h>
 
 extern "C" __global__ void k0(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
                               const float* __restrict__ cs, const int* __restrict__ pos,
                               __nv_bfloat16* __restrict__ qo, __nv_bfloat16* __restrict__ ko, int T, int HQ)
 {
-    const int t = blockIdx.x, h = threadIdx.x >> 3, g = (threadIdx.x & 7) * 8;
+    const int per = blockDim.x / 4;                          // threads per token: (HQ + HK) * 8
+    const int t = blockIdx.x * 4 + threadIdx.x / per, h = (threadIdx.x % per) >> 3, g = (threadIdx.x & 7) * 8;
+    if (t >= T) return;
     const __nv_bfloat16* x = h < HQ ? q + ((long long)h * T + t) * 128 : k + ((long long)(h - HQ) * T + t) * 128;
     __nv_bfloat16* y = h < HQ ? qo + ((long long)h * T + t) * 128 : ko + ((long long)(h - HQ) * T + t) * 128;
     const float4* c4 = (const float4*)(cs + ((long long)pos[t] * 64 + g) * 2);
