@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -69,6 +69,7 @@ class CompileResult:
     log: str
     resources: tuple[KernelResources, ...]
     seconds: float
+    cubin: bytes = field(default=b"", repr=False, compare=False)  # the binary, for plugins.family.binary
 
     def problems(self, allow_local: bool = False, allow_spills: bool = False) -> list[str]:
         """Spills and local memory (unless the candidate declares them by design) and over-limit
@@ -148,15 +149,19 @@ def compile_source(source: str, arch: str, name: str = "kernel.cu") -> CompileRe
         log = clean_log(buf.decode(errors="replace"))
         ok = res == nvrtc.nvrtcResult.NVRTC_SUCCESS
         ptx = ""
+        cubin = b""
         if ok:
             _, size = nvrtc.nvrtcGetPTXSize(prog)
             pbuf = b" " * size
             nvrtc.nvrtcGetPTX(prog, pbuf)
             ptx = pbuf.decode(errors="replace")
+            _, cubin_size = nvrtc.nvrtcGetCUBINSize(prog)
+            cubin = b" " * cubin_size
+            nvrtc.nvrtcGetCUBIN(prog, cubin)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
     resources = with_local_counts(parse_ptxas_log(log), ptx) if ok else ()
-    return CompileResult(arch, ok, log, resources, time.perf_counter() - start)
+    return CompileResult(arch, ok, log, resources, time.perf_counter() - start, cubin)
 
 
 def clean_log(log: str) -> str:

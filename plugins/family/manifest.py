@@ -40,6 +40,7 @@ from plugins.family.plan import (
     evaluate,
     evaluate_int,
 )
+from plugins.family.profile_checks import CheckSpecError, ProfileCheck, parse_profile_checks
 
 DTYPES = DTYPE_NAMES  # float32 ... uint64, and bfloat16, float16, float8_e4m3, int8 (plugins/family/dtypes.py)
 ROLES = ("input", "output", "scratch")
@@ -76,6 +77,7 @@ DEFAULT_SET = "classic"
 TOP_FIELDS = {
     "name", "set", "computes", "bound", "constraints", "sizes", "params", "buffers",
     "start", "rewrites", "wrong", "intended",
+    "profile_checks",  # optional: claims about the binary (plugins/family/profile_checks.py)
 }
 OPTIONAL_HARD_FIELDS = {"targets", "gpu_gate_only", "pair"}  # optional, for the hard set
 TOP_FIELDS |= OPTIONAL_HARD_FIELDS
@@ -176,6 +178,7 @@ class Family:
     intended_winner: str
     intended_reasoning: str
     set: str = DEFAULT_SET
+    profile_checks: tuple[ProfileCheck, ...] = ()  # claims about the binary (plugins/family/profile_checks.py)
     targets: tuple[str, ...] = ARCHS  # compiled, measured and asked only for these
     gpu_gate_only: Mapping[str, str] = field(default_factory=dict)  # candidate id -> why the emulator cannot gate it
     pair: str = ""  # the family sharing this one's kernel sources, differing only in shape
@@ -531,6 +534,13 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
     )
 
 
+def _profile_checks(raw: Any, cands: tuple[Candidate, ...], file: str) -> tuple[ProfileCheck, ...]:
+    try:
+        return parse_profile_checks(raw, {c.id: tuple(c.signatures) for c in cands})
+    except CheckSpecError as exc:
+        raise FamilyError(file, f"profile_checks{exc.field}", exc.problem, exc.fix) from None
+
+
 def _leaks(text: str) -> list[str]:
     """Listed words (as word prefixes) and ratio claims ("2x", "half the time") in `text`."""
     low = text.lower()
@@ -779,7 +789,8 @@ def load_family(fam_dir: Path) -> Family:
         raise FamilyError(file, "", f"is not valid TOML: {exc}", "correct the syntax at that line",
                           int(at.group(1)) if at else None) from None
 
-    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set"} - OPTIONAL_HARD_FIELDS, file, "")
+    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set", "profile_checks"} - OPTIONAL_HARD_FIELDS,
+                  file, "")
     name = _expect(raw["name"], str, file, "name", "the family name")
     if name != fam_dir.name:
         raise FamilyError(file, "name", f"is {name!r} but the directory is {fam_dir.name!r}", "make them equal")
@@ -881,6 +892,7 @@ def load_family(fam_dir: Path) -> Family:
         start=start, rewrites=rewrites, wrong=wrong,
         intended_winner=intended["winner"], intended_reasoning=str(intended["reasoning"]).strip(), set=fam_set,
         targets=targets, gpu_gate_only=gpu_only, pair=pair,
+        profile_checks=_profile_checks(raw.get("profile_checks", []), (start, *rewrites, *wrong), file),
     )
 
     for kind in ("timing", "gate", "tiny"):

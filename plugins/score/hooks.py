@@ -17,7 +17,8 @@ SESSION = pytest.StashKey[ScoringSession]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("sparktrace-model", "SparkTrace: score a model")
     g.addoption("--model", dest="st_model", metavar="NAME",
-                help="score this model: a models.toml entry or a baseline (random, always-a)")
+                help="score this model: a models.toml entry, a baseline (random, always-a) or heuristic:NAME "
+                     "(plugins/score/heuristics.py)")
     g.addoption("--model-url", dest="st_model_url", metavar="URL",
                 help="score any OpenAI-compatible server at this base URL (with --model-id)")
     g.addoption("--model-id", dest="st_model_id", metavar="ID", help="the model id the --model-url server expects")

@@ -186,12 +186,21 @@ class ModelInfo:
 
 def resolve_model(opts: Options) -> ModelInfo:
     """Find the model without starting it: a baseline, --model-url, or a registry entry."""
-    from plugins.score.baselines import BASELINES
+    from plugins.score.baselines import BASELINES, HEURISTICS, is_heuristic, make_heuristic
 
     if opts.model in BASELINES and not opts.model_url:
         factory = BASELINES[opts.model]
         probe = factory()
         return ModelInfo(opts.model, probe.model_id, "", GenerateConfig(), factory)  # type: ignore[attr-defined]
+    if is_heuristic(opts.model) and not opts.model_url:
+        from plugins.score.heuristics import HeuristicError
+
+        try:  # a heuristic reads the families and their binaries for the chosen key
+            probe = make_heuristic(str(opts.model), Path(opts.rootdir, opts.families_root), opts.key_gpu)
+        except HeuristicError as exc:
+            raise ScoringConfigError(str(exc)) from None
+        return ModelInfo(probe.name, probe.model_id, "", GenerateConfig(),
+                         lambda: make_heuristic(probe.name, probe.families_root, probe.key))
     from plugins.score.registry import RegistryError, load_registry, make_model, spec_from_url
 
     try:
@@ -201,7 +210,7 @@ def resolve_model(opts: Options) -> ModelInfo:
         else:
             registry = load_registry(opts.registry or Path(opts.rootdir, "models.toml"))
             if opts.model not in registry:
-                known = sorted(set(registry) | set(BASELINES))
+                known = sorted(set(registry) | set(BASELINES) | set(HEURISTICS))
                 raise ScoringConfigError(
                     f"--model {opts.model!r} is not in {opts.registry or 'models.toml'} and is not a baseline; "
                     f"use one of {', '.join(known)}, or --model-url URL --model-id ID"

@@ -8,13 +8,11 @@ extern "C" __global__ void k0(const float* __restrict__ x, float* __restrict__ o
     const int ty = threadIdx.y;
     const long long g = (long long)blockIdx.x * 128 + ty * 32 + tx;
 
-    float v = 0.0f;
-    if (g < n) v = x[g];
-    tile[tx][ty] = v;
+    tile[tx][ty] = g < n ? x[g] : 0.0f;
     __syncthreads();
     for (int it = 0; it < 32; ++it) {
-        v = fminf(fmaxf(tile[tx][ty], lo), hi);
+        tile[tx][ty] = fminf(fmaxf(tile[tx][ty], lo), hi);
         __syncthreads();
     }
-    if (g < n) out[g] = v;
+    if (g < n) out[g] = tile[tx][ty];
 }

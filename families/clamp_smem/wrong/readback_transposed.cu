@@ -1,5 +1,5 @@
-// WRONG ON PURPOSE: reads back tile[ty][tx], another thread's element, so each
-// 32x32 block comes out transposed. Never offered as an option.
+// WRONG ON PURPOSE: the final read takes tile[ty][tx], another thread's
+// element, so each 32x32 block comes out transposed. Never offered as an option.
 extern "C" __global__ void k0(const float* __restrict__ x, float* __restrict__ out,
                               long long n, float lo, float hi)
 {
@@ -8,13 +8,11 @@ extern "C" __global__ void k0(const float* __restrict__ x, float* __restrict__ o
     const int ty = threadIdx.y;
     const long long g = (long long)blockIdx.x * 1024 + ty * 32 + tx;
 
-    float v = 0.0f;
-    if (g < n) v = x[g];
-    tile[tx][ty] = v;
+    tile[tx][ty] = g < n ? x[g] : 0.0f;
     __syncthreads();
     for (int it = 0; it < 32; ++it) {
-        v = fminf(fmaxf(tile[ty][tx], lo), hi);
+        tile[tx][ty] = fminf(fmaxf(tile[tx][ty], lo), hi);
         __syncthreads();
     }
-    if (g < n) out[g] = v;
+    if (g < n) out[g] = tile[ty][tx];
 }

@@ -2,6 +2,8 @@
 // x[8t-16 .. 8t+24): ten aligned float4 loads, zero outside x (n % 4 == 0, so a
 // quad is wholly inside or wholly outside). Each weight is read once and
 // applied to all eight outputs. Fully unrolled so the window stays in registers.
+// The eight outputs leave as two float4 stores (n % 4 == 0: the second quad is
+// either wholly inside y or wholly past its end).
 extern "C" __global__ void k0(const float* __restrict__ x, const float* __restrict__ w,
                               float* __restrict__ y, int n)
 {
@@ -23,7 +25,7 @@ extern "C" __global__ void k0(const float* __restrict__ x, const float* __restri
 #pragma unroll
         for (int o = 0; o < 8; ++o) acc[o] += c * v[o + k + 1];
     }
-#pragma unroll
-    for (int o = 0; o < 8; ++o)
-        if (8 * t + o < n) y[8 * t + o] = acc[o];
+    reinterpret_cast<float4*>(y)[2 * t] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+    if (8 * t + 4 < n)
+        reinterpret_cast<float4*>(y)[2 * t + 1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
 }

@@ -22,7 +22,7 @@ extern "C" __global__ void k0(const float* __restrict__ x, const float* __restri
 #pragma unroll
         for (int o = 0; o < 8; ++o) acc[o] += c * v[o + k];
     }
-#pragma unroll
-    for (int o = 0; o < 8; ++o)
-        if (8 * t + o < n) y[8 * t + o] = acc[o];
+    reinterpret_cast<float4*>(y)[2 * t] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+    if (8 * t + 4 < n)
+        reinterpret_cast<float4*>(y)[2 * t + 1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
 }

@@ -1,10 +1,7 @@
-// WRONG ON PURPOSE: the contiguous rewrite with the bound written j < n - 1,
-// so the last element is never written. Never offered as an option.
+// WRONG ON PURPOSE: the direct copy with the bound written t < n - 1, so the
+// last element is never written. Never offered as an option.
 extern "C" __global__ void k0(const float* __restrict__ x, float* __restrict__ out, int n)
 {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    for (int k = 0; k < 4; ++k) {
-        const int j = 4 * t + k;
-        if (j < n - 1) out[j] = x[j];
-    }
+    if (t < n - 1) out[t] = x[t];
 }

@@ -5,6 +5,7 @@ extern "C" __global__ void k0(const float* __restrict__ x, float* __restrict__ y
     const int col = blockIdx.y;
     for (int k = 0; k < 4; ++k) {
         const int row = (blockIdx.x * 4 + k) * blockDim.x + threadIdx.x;
-        if (row < R) y[row * C + col] = expf(x[row * C + col]);
+        const int i = row * C + col;
+        if (row < R) y[i] = expf(x[i]);
     }
 }

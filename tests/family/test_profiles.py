@@ -1,0 +1,183 @@
+"""Every family's [[profile_checks]] hold in the binary on every target; the
+profile reports are deterministic; a malformed check is one clear error."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from plugins.family.binary import profile_source
+from plugins.family.manifest import FamilyError, load_family
+from plugins.family.profile_checks import CheckSpecError, failures, parse_profile_checks
+from plugins.family.profiles import check_failures, main, write_profiles
+
+SYNTH = Path(__file__).resolve().parents[1] / "fixtures" / "items" / "synth_scale"
+
+
+def test_profile_checks_hold(compile_case):
+    """CI's proof that what a family says about its binary is true on this target."""
+    fam, cand, arch = compile_case
+    bad = check_failures(fam, cand.id, profile_source(cand.source, arch))
+    if bad:
+        pytest.fail(f"{fam.name}/{cand.id} on {arch}: profile checks fail:\n  " + "\n  ".join(bad), pytrace=False)
+
+
+# -- a synthetic family with checks ----------------------------------------------
+
+CHECKS = """
+[[profile_checks]]
+candidate = "rw_stage"
+count = "shared_loads"
+op = ">="
+value = 1
+why = "the slice is read back from shared memory"
+
+[[profile_checks]]
+candidate = ["rw_one", "rw_two"]
+kernel = "k0"
+count = "barriers"
+op = "=="
+value = 0
+why = "no barrier"
+
+[[profile_checks]]
+candidate = "rw_grid"
+count = "global_loads"
+scope = "each_loop"
+op = ">="
+value = 1
+why = "the grid-stride loop loads every pass"
+
+[[profile_checks]]
+candidate = "rw_grid"
+count = "global_stores"
+scope = "any_loop"
+op = ">="
+value = 1
+why = "some loop stores"
+"""
+
+
+def _synth(tmp_path: Path, extra: str) -> Path:
+    fam = tmp_path / "families" / "synth_scale"
+    shutil.copytree(SYNTH, fam)
+    toml = fam / "family.toml"
+    toml.write_text(toml.read_text() + extra)
+    return fam
+
+
+def test_checks_pass_and_a_false_claim_names_family_candidate_target_and_count(tmp_path):
+    fam = load_family(_synth(tmp_path, CHECKS + """
+[[profile_checks]]
+candidate = "rw_two"
+count = "global_loads_64"
+op = ">="
+value = 1
+per = 2
+why = "claims float2 loads"
+"""))
+    assert len(fam.profile_checks) == 5
+    for cand in fam.candidates:
+        lines = check_failures(fam, cand.id, profile_source(cand.source, "sm_90"))
+        if cand.id == "rw_two":
+            (line,) = lines
+            assert "k0 on sm_90" in line and "global_loads_64 per 2 >= 1 fails, counted 0" in line
+            assert "claims float2 loads" in line
+        else:
+            assert lines == []
+    grid = fam.candidate("rw_grid")
+    import dataclasses
+    none_loop = dataclasses.replace(fam.profile_checks[3], value=99.0)
+    (line,) = failures(none_loop, "rw_grid", profile_source(grid.source, "sm_90"))
+    assert "global_stores (any_loop) >= 99 fails in every loop, counted [" in line
+
+
+def test_report_files_are_deterministic_and_failing_checks_fail_the_command(tmp_path, capsys):
+    root = _synth(tmp_path, CHECKS.replace('value = 0\nwhy = "no barrier"', 'value = 1\nwhy = "one barrier"')).parent
+    out = tmp_path / "profiles"
+    (out / "gone_family.md").parent.mkdir(parents=True)
+    (out / "gone_family.md").write_text("stale")
+    args = ["--families", str(root), "--out", str(out)]
+    assert main(args) == 1  # the false "one barrier" claim
+    err = capsys.readouterr().err
+    assert "synth_scale/rw_one on sm_90" in err and "barriers == 1 fails, counted 0" in err
+    first = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert sorted(first) == ["synth_scale.json", "synth_scale.md"]  # the stale file is gone
+    profile_source.cache_clear()  # the second run disassembles again
+    main(args)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == first
+    md = first["synth_scale.md"].decode()
+    assert "## sm_90" in md and "| rw_stage (rewrite) | k0 |" in md and "rw_one on sm_90" in md
+
+
+def test_write_profiles_keeps_families_of_other_sets(tmp_path):
+    out = tmp_path / "p"
+    out.mkdir()
+    (out / "other.json").write_text("{}")
+    fam = load_family(_synth(tmp_path, ""))
+    write_profiles([fam], out, known=["other", "synth_scale"])
+    assert sorted(p.name for p in out.iterdir()) == ["other.json", "synth_scale.json", "synth_scale.md"]
+
+
+# -- bad input ---------------------------------------------------------------------
+
+KERNELS = {"start": ("k0", "k1"), "rw": ("k0",)}
+
+
+@pytest.mark.parametrize("raw, field, words", [
+    ({"candidate": "nope", "count": "barriers", "op": "==", "value": 0, "why": "w"}, "[0].candidate", "not a candidate"),
+    ({"candidate": "rw", "kernel": "k1", "count": "barriers", "op": "==", "value": 0, "why": "w"}, "[0].kernel", "not an entry point"),
+    ({"candidate": "rw", "count": "lds", "op": "==", "value": 0, "why": "w"}, "[0].count", "not an instruction class"),
+    ({"candidate": "rw", "count": "barriers", "op": "=<", "value": 0, "why": "w"}, "[0].op", "'=<'"),
+    ({"candidate": "rw", "count": "barriers", "op": "==", "value": "0", "why": "w"}, "[0].value", "'0'"),
+    ({"candidate": "rw", "count": "barriers", "op": "==", "value": 0, "why": " "}, "[0].why", "empty"),
+    ({"candidate": "rw", "count": "barriers", "op": "==", "value": 0}, "[0].why", "missing"),
+    ({"candidate": "rw", "count": "barriers", "op": "==", "value": 0, "why": "w", "per": 0}, "[0].per", "0"),
+    ({"candidate": "rw", "count": "loops", "op": "==", "value": 0, "why": "w", "scope": "each_loop"}, "[0].scope", "whole kernel"),
+    ({"candidate": "rw", "count": "barriers", "op": "==", "value": 0, "why": "w", "extra": 1}, "[0].extra", "unknown field"),
+])
+def test_bad_check_names_the_field_and_the_fix(raw, field, words):
+    with pytest.raises(CheckSpecError) as info:
+        parse_profile_checks([raw], KERNELS)
+    assert info.value.field == field and words in info.value.problem and info.value.fix
+
+
+def test_bad_check_in_family_toml_is_a_family_error(tmp_path):
+    fam_dir = _synth(tmp_path, '\n[[profile_checks]]\ncandidate = "rw_one"\ncount = "shared_loads"\nop = ">="\nvalue = 1\n')
+    with pytest.raises(FamilyError, match=r"family.toml: field 'profile_checks\[0\]\.why': missing required field"):
+        load_family(fam_dir)
+
+
+def test_committed_report_describes_the_current_sources(family):
+    """reports/profiles/<family>.json is committed for readers: a changed candidate or check must regenerate it."""
+    import json
+
+    from plugins.family.profiles import stale_reasons
+
+    path = Path(__file__).resolve().parents[2] / "reports" / "profiles" / f"{family.name}.json"
+    committed = json.loads(path.read_text()) if path.is_file() else None
+    why = stale_reasons(family, committed)
+    assert not why, (f"{path} is stale: {'; '.join(why)}. Fix: python -m plugins.family.profiles "
+                     "(rewrites every family's report whole), then commit reports/profiles/")
+
+
+def test_stale_reasons_name_what_changed():
+    fam = load_family(SYNTH)
+    from plugins.family.profiles import family_record, stale_reasons
+
+    rec = json_roundtrip(family_record(fam))
+    assert stale_reasons(fam, None) == ["no report"]
+    assert stale_reasons(fam, rec) == []
+    rec["candidates"]["rw_one"]["source_sha256"] = "0" * 64
+    assert "candidate rw_one's source changed" in stale_reasons(fam, rec)
+    del rec["candidates"]["rw_two"]["targets"]["sm_121"]
+    assert "candidate rw_two lacks target sm_121" in stale_reasons(fam, rec)
+    del rec["candidates"]["rw_two"]
+    assert "candidate rw_two is not in it" in stale_reasons(fam, rec)
+
+
+def json_roundtrip(obj):
+    import json
+
+    return json.loads(json.dumps(obj))
