@@ -170,6 +170,7 @@ _SECTION = re.compile(r"^\s*\.section\s+\.text\.([A-Za-z_$][\w$]*)")
 _LABEL = re.compile(r"^\s*(\.L_[\w$]+|[A-Za-z_$][\w$.]*):\s*$")
 _INSN = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)((?:\.[A-Za-z0-9_]+)*)\s*(.*?)\s*;")
 _TARGET = re.compile(r"`\((\.L_[\w$]+)\)")
+_NEVER = ("@!PT", "@!UPT")  # predicates that are constant false
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,12 @@ class Function:
 
 
 def parse_nvdisasm(text: str) -> tuple[Function, ...]:
-    """nvdisasm's text (`nvdisasm -c`) into functions. NOPs are dropped."""
+    """nvdisasm's text (`nvdisasm -c`) into functions.
+
+    NOPs are dropped, and so is any instruction guarded by `@!PT` or `@!UPT`:
+    its predicate is constant false, so it never executes (ptxas leaves such
+    `@!PT LDS RZ, [RZ]` beside the DEPBAR waits of cp.async pipelines).
+    """
     funcs: list[Function] = []
     name: str | None = None
     insns: list[Instruction] = []
@@ -206,7 +212,7 @@ def parse_nvdisasm(text: str) -> tuple[Function, ...]:
                 labels[lab] = addr
             pending = []
             opcode = m.group(3)
-            if opcode == "NOP":
+            if opcode == "NOP" or (m.group(2) or "").strip() in _NEVER:
                 continue
             mods = tuple(x for x in m.group(4).split(".") if x)
             insns.append(Instruction(addr, (m.group(2) or "").strip(), opcode, mods, m.group(5)))

@@ -178,6 +178,18 @@ def test_parse_labels_loops_and_widths():
     assert prof["k1"].counts["instructions"] == 1 and prof["k0"].counts["instructions"] == 9
 
 
+def test_instructions_under_a_false_predicate_are_not_counted():
+    text = TEXT.replace("        /*0070*/                   EXIT ;",
+                        "        /*0068*/              @!PT LDS RZ, [RZ] ;\n"
+                        "        /*006c*/             @!UPT UIADD3 UR4, UR4, 0x1, URZ ;\n"
+                        "        /*0070*/               @P1 LDS R9, [R0] ;\n"
+                        "        /*0078*/                   EXIT ;")
+    k0 = {f.name: f for f in parse_nvdisasm(text)}["k0"]
+    loads = [i for i in k0.instructions if i.opcode == "LDS"]
+    assert [i.predicate for i in loads] == ["@P1"]  # a real predicate is kept
+    assert not any(i.opcode == "UIADD3" for i in k0.instructions)
+
+
 def test_parse_refuses_text_without_code():
     with pytest.raises(SassError, match="no .text"):
         parse_nvdisasm("nvdisasm fatal: bad file")
