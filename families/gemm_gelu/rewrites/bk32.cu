@@ -1,20 +1,22 @@
-// The start with GELU in its tanh form, 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))),
-// tanh(u) computed as 1 - 2/(exp(2u) + 1) with __expf. Mainloop unchanged.
+// The start with a 32-wide k-step: each step loads 128x32 of X and 32x256 of
+// W (6 16-byte loads per thread, all issued before the first shared store),
+// passes one barrier, then runs two 16-wide slices of MMAs (64 HMMA per warp)
+// before the closing barrier. Half as many k-steps and barriers; tiles,
+// single-stage staging and epilogue as in the start.
 #include <mma.h>
 #include <cuda_bf16.h>
 using namespace nvcuda;
 
 #define BM 128
 #define BN 256
-#define BK 16
+#define BK 32
 #define LDA (BK + 8)
 #define LDB (BN + 8)
 #define TILE (BM * LDA + BK * LDB)
 
 static __device__ __forceinline__ float gelu(float x)
 {
-    const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (2.0f - 2.0f / (__expf(2.0f * u) + 1.0f));
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
 }
 
 extern "C" __global__ void k0(const __nv_bfloat16* __restrict__ X, const __nv_bfloat16* __restrict__ W,
@@ -34,29 +36,42 @@ extern "C" __global__ void k0(const __nv_bfloat16* __restrict__ X, const __nv_bf
         for (int j = 0; j < 4; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
 
     for (long long k0 = 0; k0 < K; k0 += BK) {
-        // X tile: 128 rows of 2 16-byte chunks; W tile: 16 rows of 32 chunks.
-        {
-            const int r = tid / 2, q = tid % 2;
-            *reinterpret_cast<uint4*>(Xs + r * LDA + q * 8) =
-                *reinterpret_cast<const uint4*>(X + (row0 + r) * K + k0 + q * 8);
+        // X tile: 128 rows of 4 16-byte chunks; W tile: 32 rows of 32 chunks.
+        uint4 xv[2], wv[4];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const int c = tid + i * 256, r = c / 4, q = c % 4;
+            xv[i] = *reinterpret_cast<const uint4*>(X + (row0 + r) * K + k0 + q * 8);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int c = tid + i * 256, r = c / 32, q = c % 32;
+            wv[i] = *reinterpret_cast<const uint4*>(W + (k0 + r) * N + col0 + q * 8);
         }
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
-            const int c = tid + i * 256, r = c / 32, q = c % 32;
-            *reinterpret_cast<uint4*>(Ws + r * LDB + q * 8) =
-                *reinterpret_cast<const uint4*>(W + (k0 + r) * N + col0 + q * 8);
+            const int c = tid + i * 256;
+            *reinterpret_cast<uint4*>(Xs + (c / 4) * LDA + (c % 4) * 8) = xv[i];
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int c = tid + i * 256;
+            *reinterpret_cast<uint4*>(Ws + (c / 32) * LDB + (c % 32) * 8) = wv[i];
         }
         __syncthreads();
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a[4];
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> bf[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) wmma::load_matrix_sync(a[i], Xs + (wm * 64 + i * 16) * LDA, LDA);
+        for (int kk = 0; kk < BK; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a[4];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> bf[4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) wmma::load_matrix_sync(bf[j], Ws + wn * 64 + j * 16, LDB);
+            for (int i = 0; i < 4; ++i) wmma::load_matrix_sync(a[i], Xs + (wm * 64 + i * 16) * LDA + kk, LDA);
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j) wmma::load_matrix_sync(bf[j], Ws + kk * LDB + wn * 64 + j * 16, LDB);
 #pragma unroll
-            for (int j = 0; j < 4; ++j) wmma::mma_sync(acc[i][j], a[i], bf[j], acc[i][j]);
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) wmma::mma_sync(acc[i][j], a[i], bf[j], acc[i][j]);
+        }
         __syncthreads();
     }
 

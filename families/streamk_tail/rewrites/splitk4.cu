@@ -1,6 +1,8 @@
-// The start's 128x256 tiles and mainloop, launched as SM-count CTAs; each CTA
-// loops over the output tiles blockIdx.x, blockIdx.x + gridDim.x, ... in
-// row-major tile order.
+// The start's 128x256 tiles and mainloop with K split in four along grid z:
+// CTA (x, y, z) runs k-steps [z*K/64, (z+1)*K/64) (rounded down) and stores
+// its fp32 partial tile to P[z]. After a __threadfence() it adds one to the
+// tile's ticket; the CTA that sees the fourth arrival adds the other three
+// partials to its own accumulators and stores the tile to C.
 #include <mma.h>
 #include <cuda_fp16.h>
 #include <cuda/pipeline>
@@ -65,24 +67,46 @@ static __device__ __forceinline__ void mainloop(Acc (&acc)[4][4], const __half* 
 }
 
 extern "C" __global__ void k0(const __half* __restrict__ A, const __half* __restrict__ B, float* __restrict__ C,
-                              int M, int N, int K)
+                              float* __restrict__ P, int* __restrict__ ticket, int M, int N, int K)
 {
     __shared__ __align__(128) __half smem[STAGES * TILE];
+    __shared__ int last;
     const int wm = threadIdx.x / 32 / 4, wn = threadIdx.x / 32 % 4;
-    const int tiles_n = N / BN, tiles = (M / BM) * tiles_n;
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const long long row0 = (long long)(tile / tiles_n) * BM, col0 = (long long)(tile % tiles_n) * BN;
-        Acc acc[4][4];
+    const long long row0 = (long long)blockIdx.y * BM, col0 = (long long)blockIdx.x * BN;
+    const long long mn = (long long)M * N, off = (row0 + wm * 64) * N + col0 + wn * 64;
+    const int nk = K / BK, z = blockIdx.z;
+    Acc acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+    mainloop(acc, A, B, smem, row0, col0, z * nk / 4, (z + 1) * nk / 4, N, K);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            wmma::store_matrix_sync(P + z * mn + off + i * 16 * N + j * 16, acc[i][j], N, wmma::mem_row_major);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(ticket + blockIdx.y * gridDim.x + blockIdx.x, 1) == 3;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int s = 0; s < 4; ++s) {
+        if (s == z) continue;
 #pragma unroll
         for (int i = 0; i < 4; ++i)
 #pragma unroll
-            for (int j = 0; j < 4; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
-        mainloop(acc, A, B, smem, row0, col0, 0, K / BK, N, K);
-    #pragma unroll
-        for (int i = 0; i < 4; ++i)
-    #pragma unroll
-            for (int j = 0; j < 4; ++j)
-                wmma::store_matrix_sync(C + (row0 + wm * 64 + i * 16) * N + col0 + wn * 64 + j * 16, acc[i][j], N,
-                                        wmma::mem_row_major);
+            for (int j = 0; j < 4; ++j) {
+                Acc t;
+                wmma::load_matrix_sync(t, P + s * mn + off + i * 16 * N + j * 16, N, wmma::mem_row_major);
+#pragma unroll
+                for (int e = 0; e < t.num_elements; ++e) acc[i][j].x[e] += t.x[e];
+            }
     }
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            wmma::store_matrix_sync(C + off + i * 16 * N + j * 16, acc[i][j], N, wmma::mem_row_major);
 }
