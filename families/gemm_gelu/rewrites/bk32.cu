@@ -1,5 +1,6 @@
 // The start with a 32-wide k-step: each step loads 128x32 of X and 32x256 of
-// W (6 16-byte loads per thread, all issued before the first shared store),
+// W (6 16-byte loads per thread; on sm_90 all issue before the first shared
+// store, sm_100 and sm_121 interleave them with the stores),
 // passes one barrier, then runs two 16-wide slices of MMAs (64 HMMA per warp)
 // before the closing barrier. Half as many k-steps and barriers; tiles,
 // single-stage staging and epilogue as in the start.
