@@ -36,6 +36,7 @@ OTHER_CLASSES = (
     "ffma",              # FFMA (and the paired FFMA2 where a target has it)
     "branches",          # BRA
     "vector_memory",     # global and shared loads and stores of 64 bits or wider
+    "global_loads_before_use",  # LDGs issued, in address order, before any instruction reads one's result
 )
 CLASSES: tuple[str, ...] = (
     *OTHER_CLASSES,
@@ -120,9 +121,12 @@ class Counts:
     @staticmethod
     def of(instructions: Iterable[Instruction]) -> "Counts":
         tally: dict[str, int] = {}
+        instructions = tuple(instructions)
         for ins in instructions:
             for c in ins.classes:
                 tally[c] = tally.get(c, 0) + 1
+        if ahead := loads_before_use(instructions):
+            tally["global_loads_before_use"] = ahead
         return Counts(tuple(sorted(tally.items())))
 
     def as_dict(self) -> dict[str, int]:
@@ -162,6 +166,42 @@ class KernelProfile:
                 for lp in self.loops
             ],
         }
+
+
+# -- issue order -----------------------------------------------------------------
+
+_REGNUM = re.compile(r"(?<![\w.])R(\d+)(\.64)?\b")
+_NO_DEST = ("STG", "STS", "STL", "ST", "RED", "REDG", "BRA", "EXIT", "BAR", "MEMBAR", "FENCE", "WARPSYNC")
+
+
+def _registers(text: str) -> set[int]:
+    """R numbers an operand text names; `R2.64` (an address pair) names R2 and R3."""
+    out: set[int] = set()
+    for m in _REGNUM.finditer(text):
+        n = int(m.group(1))
+        out.update((n, n + 1) if m.group(2) else (n,))
+    return out
+
+
+def loads_before_use(instructions: Iterable[Instruction]) -> int:
+    """How many global loads issue, in address order, before an instruction reads
+    the result of one of them: the loads a thread has in flight at once when the
+    code runs straight through. Why: "N loads in flight" is a claim about order,
+    which counts alone cannot prove (a compiler may interleave each load's use)."""
+    pending: set[int] = set()
+    issued = 0
+    for ins in instructions:
+        ops = _operands(ins)
+        sources = ops if ins.opcode in _NO_DEST else ops[1:]
+        if pending & _registers(" ".join([ins.predicate, *sources])):
+            break
+        if ins.opcode == "LDG":
+            first = _registers(ops[0]) if ops else set()
+            if first:
+                base = min(first)
+                pending.update(range(base, base + max(1, access_width(ins.modifiers) // 32)))
+            issued += 1
+    return issued
 
 
 # -- parsing nvdisasm ------------------------------------------------------------

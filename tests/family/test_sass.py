@@ -11,6 +11,7 @@ import pytest
 from plugins.family.binary import profile_source
 from plugins.family.compile import ARCHS
 from plugins.family.sass import (
+    loads_before_use,
     CLASSES,
     Counts,
     SassError,
@@ -188,6 +189,33 @@ def test_instructions_under_a_false_predicate_are_not_counted():
     loads = [i for i in k0.instructions if i.opcode == "LDS"]
     assert [i.predicate for i in loads] == ["@P1"]  # a real predicate is kept
     assert not any(i.opcode == "UIADD3" for i in k0.instructions)
+
+
+ORDER = """
+        .section        .text.k0,"ax",@progbits
+        /*0000*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+        /*0010*/                   LDG.E R8, desc[UR4][R10.64] ;
+        /*0020*/                   STS [R12], R13 ;
+        /*0030*/                   LDG.E.64 R14, desc[UR4][R16.64] ;
+        /*0040*/                   FADD R20, R7, R21 ;
+        /*0050*/                   LDG.E R22, desc[UR4][R2.64+0x10] ;
+        /*0060*/                   EXIT ;
+"""
+
+
+def test_loads_before_use_stop_at_the_first_reader_of_any_loaded_register():
+    (k0,) = parse_nvdisasm(ORDER)
+    # R7 is the last register of the 128-bit load: the FADD waits, so three loads were in flight
+    assert loads_before_use(k0.instructions) == 3
+    assert Counts.of(k0.instructions)["global_loads_before_use"] == 3
+    store_reads = ORDER.replace("STS [R12], R13", "STS [R12], R9")  # R9: outside R8's 32-bit load
+    assert loads_before_use(parse_nvdisasm(store_reads)[0].instructions) == 3
+    store_reads = ORDER.replace("STS [R12], R13", "STS [R12], R8")  # a store reads its data operand
+    assert loads_before_use(parse_nvdisasm(store_reads)[0].instructions) == 2
+    address_pair = ORDER.replace("LDG.E.64 R14, desc[UR4][R16.64]", "LDG.E.64 R14, desc[UR4][R8.64]")
+    assert loads_before_use(parse_nvdisasm(address_pair)[0].instructions) == 2  # pointer chasing: R8 is an address
+    overwrite = ORDER.replace("FADD R20, R7, R21", "MOV R7, R21")  # a destination is not a read
+    assert loads_before_use(parse_nvdisasm(overwrite)[0].instructions) == 4
 
 
 def test_parse_refuses_text_without_code():
