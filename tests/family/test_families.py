@@ -10,6 +10,7 @@ import pytest
 from plugins.family.compile import ARCHS, compile_source, first_error, ptx_entry_params
 from plugins.family.cuda_source import CTYPE_DTYPES
 from plugins.family.dtypes import np_dtype
+from plugins.family.manifest import MAX_DYNAMIC_SHARED, SM_COUNTS_CHECKED
 
 PARAM_BYTES = {"float": 4, "double": 8, "int": 4, "unsigned": 4, "unsigned int": 4, "uint32_t": 4,
                "long long": 8, "long long int": 8, "unsigned long long": 8, "unsigned long long int": 8,
@@ -62,7 +63,7 @@ def test_compiles(compile_case, record_property):
             **({"allow_spills": True} if cand.allow_spills else {}),
         } for r in res.resources
     }))
-    problems = res.problems(cand.allow_local, allow_spills=cand.allow_spills)
+    problems = res.problems(cand.allow_local, allow_spills=cand.allow_spills) + _shared_over_limit(fam, cand, res)
     if problems:
         fixes = []
         if any("local memory" in p for p in problems):
@@ -70,6 +71,37 @@ def test_compiles(compile_case, record_property):
                          f"is the point, set allow_local = true in [{_field(fam, cand)}] of family.toml")
         fixes.append("change the code until ptxas reports none")
         pytest.fail(f"{cand.path}: " + "; ".join(problems) + ". Fix: " + fixes[0], pytrace=False)
+
+
+def _shared_over_limit(fam, cand, res) -> list[str]:
+    """Static (ptxas) plus dynamic (launch plan) shared memory per block, at every size the
+    plan is resolved for: over 48 KB, a launch fails without the opt-in the executor never sets."""
+    static = {r.kernel: r.shared_bytes for r in res.resources}
+    out = []
+    for kind in ("timing", "gate", "tiny"):
+        for k, shape in enumerate(fam.shapes(kind)):
+            for sm in SM_COUNTS_CHECKED:
+                for r in fam.resolve(cand, shape, sm):
+                    total = static.get(r.kernel, 0) + r.shared_bytes
+                    if total > MAX_DYNAMIC_SHARED:
+                        out.append(f"{r.kernel} on {res.arch} needs {static.get(r.kernel, 0)} B "
+                                   f"static + {r.shared_bytes} B dynamic shared memory at sizes.{kind}[{k}] = {total} B "
+                                   f"(limit {MAX_DYNAMIC_SHARED} per block without an opt-in)")
+                        return out
+    return out
+
+
+def test_static_plus_dynamic_shared_memory_over_48_kb_is_a_problem():
+    """moe_permute's bulk_smem at H = 6144: 49,152 dynamic + 16 static bytes would not launch."""
+    from types import SimpleNamespace as NS
+
+    fam = NS(shapes=lambda kind: ({"H": 6144},) if kind == "timing" else (),
+             resolve=lambda cand, shape, sm: (NS(kernel="k0", shared_bytes=8 * shape["H"]),))
+    res = NS(arch="sm_90", resources=(NS(kernel="k0", shared_bytes=16),))
+    (problem,) = _shared_over_limit(fam, None, res)
+    assert "16 B static + 49152 B dynamic" in problem and "sizes.timing[0]" in problem
+    res_fits = NS(arch="sm_90", resources=(NS(kernel="k0", shared_bytes=0),))
+    assert _shared_over_limit(fam, None, res_fits) == []
 
 
 def test_entry_points_match_manifest(candidate):
