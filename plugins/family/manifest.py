@@ -69,8 +69,10 @@ def _load_leak_words() -> tuple[tuple[str, ...], tuple[re.Pattern[str], ...], tu
 LEAK_WORDS, LEAK_PATTERNS, IDENT_LEAK_SEGMENTS = _load_leak_words()
 
 # Family sets: `classic` is the seed's fifteen, `hard` the set for frontier
-# models. A family says which it belongs to (`set = "hard"`); classic is the default.
-SETS = ("classic", "hard")
+# models, `diagnose` the data groups whose winner only the slip reveals. A family
+# says which it belongs to (`set = "hard"`); classic is the default.
+SETS = ("classic", "hard", "diagnose")
+DIAGNOSE_SET = "diagnose"
 SET_CHOICES = (*SETS, "all")
 DEFAULT_SET = "classic"
 
@@ -81,6 +83,12 @@ TOP_FIELDS = {
 }
 OPTIONAL_HARD_FIELDS = {"targets", "gpu_gate_only", "pair"}  # optional, for the hard set
 TOP_FIELDS |= OPTIONAL_HARD_FIELDS
+# Data groups (the diagnose set): members share every file a model reads and differ
+# only in the run-time data make_inputs draws (`[data]`); `[slip]` names the cue rows.
+GROUP_FIELDS = {"group", "data", "slip"}
+TOP_FIELDS |= GROUP_FIELDS
+SLIP_FIELDS = {"extra_metrics", "cue_metrics", "cue_rules", "cue_rule_text"}
+GROUP_SIZES = (2, 3)
 CANDIDATE_FIELDS = {"id", "file", "text", "defect", "launch", "zero_before"}
 CANDIDATE_FIELDS |= {"allow_local"}  # opt-in to local memory (a stack frame): see families/README.md
 CANDIDATE_FIELDS |= {"allow_spills"}  # optional: spills by design (recorded, not failed)
@@ -90,7 +98,7 @@ MAX_CLUSTER = 8  # portable cluster size; larger needs a non-portable launch att
 LAUNCH_FIELDS = {"kernel", "grid", "block", "shared_bytes", "args", "cooperative"}
 BUFFER_FIELDS = {"dtype", "count", "role", "tolerance"}
 TOLERANCE_FIELDS = {"kind", "rtol", "atol", "steps"}
-INTENDED_FIELDS = {"winner", "reasoning"}
+INTENDED_FIELDS = {"winner", "reasoning", "cue"}  # cue: diagnose set only, what the slip shows in words
 SIZES_FIELDS = {"timing", "gate", "tiny"}
 REFERENCE_FUNCS = ("make_inputs", "reference", "naive")
 
@@ -161,6 +169,17 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class SlipCues:
+    """A data group's `[slip]`: metrics added to the capture, and the rows that carry the
+    hidden property, which the ablated condition deletes (regexes on row names, rule ids, rule text)."""
+
+    extra_metrics: tuple[str, ...] = ()
+    cue_metrics: tuple[str, ...] = ()
+    cue_rules: tuple[str, ...] = ()
+    cue_rule_text: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Family:
     name: str
     path: Path
@@ -182,6 +201,15 @@ class Family:
     targets: tuple[str, ...] = ARCHS  # compiled, measured and asked only for these
     gpu_gate_only: Mapping[str, str] = field(default_factory=dict)  # candidate id -> why the emulator cannot gate it
     pair: str = ""  # the family sharing this one's kernel sources, differing only in shape
+    group: tuple[str, ...] = ()  # a data group's members, this one included (diagnose set)
+    data: Mapping[str, Any] = field(default_factory=dict)  # make_inputs' third argument: the hidden property
+    slip: SlipCues | None = None  # the rows of the start's slip that carry the hidden property
+    intended_cue: str = ""  # what the slip shows for this member, in words (never shown to a model)
+
+    def make_inputs(self, rng: Any, shape: Mapping[str, Number]) -> dict[str, Any]:
+        """The reference's inputs for `shape`; a data group's member also passes its `[data]`."""
+        module = self.reference_module()
+        return module.make_inputs(rng, dict(shape), dict(self.data)) if self.group else module.make_inputs(rng, dict(shape))
 
     def targets_gpu(self, compute_capability: str) -> bool:
         """Whether a GPU of compute capability "9.0" (sm_90) is one this family declares."""
@@ -343,7 +371,8 @@ def _check_reference(fam: Family, module: ModuleType) -> None:
     shape = fam.shapes("tiny")[0]
     counts = fam.buffer_counts(shape)
     doc = "families/README.md, 'reference.py'"
-    inputs = _call_reference(module, path, "make_inputs", where, shape, np.random.default_rng(0), dict(shape))
+    inputs = _call_reference(module, path, "make_inputs", where, shape, np.random.default_rng(0), dict(shape),
+                             *((dict(fam.data),) if fam.group else ()))
     want = sorted(b.name for b in fam.buffers if b.role == "input")
     if not isinstance(inputs, dict) or sorted(inputs) != want:
         got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
@@ -720,6 +749,67 @@ def _hard_fields(raw: Mapping[str, Any], file: str, name: str, ids: list[str]) -
     return tuple(targets), gpu_only, pair
 
 
+_METRIC_NAME = re.compile(r"[a-z0-9]+__[a-z0-9_]+(\.[a-z0-9_]+)+")
+
+
+def _group_fields(raw: Mapping[str, Any], file: str, name: str, fam_set: str) -> tuple[tuple[str, ...], dict[str, Any], SlipCues | None, str]:
+    """group, [data], [slip] and intended.cue: a data group's declaration (diagnose set only).
+
+    Why one set: a data group is a question only a slip can answer, so it must be asked
+    with its cue rows named (the ablation deletes them) and never mixed into sets whose
+    third condition deletes the bank-conflict rows.
+    """
+    has = [k for k in ("group", "data", "slip") if k in raw]
+    cue = raw.get("intended", {}).get("cue", "") if isinstance(raw.get("intended"), dict) else ""
+    if fam_set != DIAGNOSE_SET:
+        if has:
+            raise FamilyError(file, has[0], f"belongs to a data group, but the family is in set {fam_set!r}",
+                              f'put data groups in set = "{DIAGNOSE_SET}", or remove {has}')
+        if cue:
+            raise FamilyError(file, "intended.cue", f"is for data groups, but the family is in set {fam_set!r}", "remove it")
+        return (), {}, None, ""
+    for key, how in (("group", 'group = ["this_family", "its_partner"]'), ("data", "a [data] table naming the generator and its parameters"),
+                     ("slip", "a [slip] table with cue_metrics (families/README.md, 'Data groups')")):
+        if key not in raw:
+            raise FamilyError(file, key, f"missing: every {DIAGNOSE_SET} family is a member of a data group", f"add {how}")
+    group = _expect(raw["group"], list, file, "group", "a list of the group's family names, this one included")
+    if len(group) not in GROUP_SIZES or len(set(group)) != len(group):
+        raise FamilyError(file, "group", f"is {group}", f"name {GROUP_SIZES[0]} or {GROUP_SIZES[-1]} distinct families, this one included")
+    for member in group:
+        if not isinstance(member, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", member):
+            raise FamilyError(file, "group", f"{member!r} is not a family name", "name family directories under families/")
+    if name not in group:
+        raise FamilyError(file, "group", f"{group} does not name {name!r}", "list every member, this one included, in the same order in each member")
+    data = _expect(raw["data"], dict, file, "data", "a [data] table")
+    if not isinstance(data.get("generator"), str) or not data["generator"].strip():
+        raise FamilyError(file, "data.generator", "missing or empty", 'name the input distribution, e.g. generator = "power_law"')
+    for key, value in data.items():
+        items = value if isinstance(value, list) else [value]
+        if not all(isinstance(v, (str, int, float, bool)) for v in items):
+            raise FamilyError(file, f"data.{key}", f"is {value!r}", "use a string, a number, a boolean or a list of them")
+    slip = _expect(raw["slip"], dict, file, "slip", "a [slip] table")
+    _check_fields(slip, SLIP_FIELDS, {"cue_metrics"}, file, "slip.")
+    lists: dict[str, tuple[str, ...]] = {}
+    for key in sorted(SLIP_FIELDS):
+        values = _expect(slip.get(key, []), list, file, f"slip.{key}", "a list of strings")
+        for i, v in enumerate(values):
+            _expect(v, str, file, f"slip.{key}[{i}]", "a string")
+            if key == "extra_metrics" and not _METRIC_NAME.fullmatch(v):
+                raise FamilyError(file, f"slip.{key}[{i}]", f"{v!r} is not an ncu metric name", "write it as ncu names it, e.g. smsp__inst_executed.sum")
+            if key in ("cue_metrics", "cue_rule_text"):
+                try:
+                    re.compile(v)
+                except re.error as exc:
+                    raise FamilyError(file, f"slip.{key}[{i}]", f"{v!r} is not a regular expression: {exc}", "fix the pattern") from None
+        lists[key] = tuple(values)
+    if not lists["cue_metrics"]:
+        raise FamilyError(file, "slip.cue_metrics", "is empty", "name the rows (regexes on the row name) that show the hidden property")
+    cue = _expect(cue, str, file, "intended.cue", "a sentence").strip()
+    if not cue:
+        raise FamilyError(file, "intended.cue", "missing", "say in words what the start's slip shows for this member's data (no runtimes)")
+    return tuple(group), dict(data), SlipCues(**lists), cue
+
+
 def _check_restricted(fam: Family, file: str) -> None:
     """Launch bounds and inline PTX where the source conventions allow them (families/README.md):
     launch bounds never in the classic set and, in the hard set, only in a rewrite
@@ -789,7 +879,7 @@ def load_family(fam_dir: Path) -> Family:
         raise FamilyError(file, "", f"is not valid TOML: {exc}", "correct the syntax at that line",
                           int(at.group(1)) if at else None) from None
 
-    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set", "profile_checks"} - OPTIONAL_HARD_FIELDS,
+    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set", "profile_checks"} - OPTIONAL_HARD_FIELDS - GROUP_FIELDS,
                   file, "")
     name = _expect(raw["name"], str, file, "name", "the family name")
     if name != fam_dir.name:
@@ -881,17 +971,20 @@ def load_family(fam_dir: Path) -> Family:
         raise FamilyError(_rel(fam_dir / "rewrites"), "", f"holds {on_disk} but family.toml declares {declared}", "keep exactly the four declared rewrites there")
 
     intended = _expect(raw["intended"], dict, file, "intended", "an [intended] table")
-    _check_fields(intended, INTENDED_FIELDS, INTENDED_FIELDS, file, "intended.")
+    _check_fields(intended, INTENDED_FIELDS, INTENDED_FIELDS - {"cue"}, file, "intended.")
     if intended["winner"] not in [r.id for r in rewrites]:
         raise FamilyError(file, "intended.winner", f"{intended['winner']!r} is not a rewrite id", f"use one of {[r.id for r in rewrites]}")
 
     targets, gpu_only, pair = _hard_fields(raw, file, name, [c.id for c in (start, *rewrites, *wrong)])
+    group, data, slip, cue = _group_fields(raw, file, name, fam_set)
+    if pair and group:
+        raise FamilyError(file, "pair", "a family is in a shape pair or a data group, not both", "remove pair or group")
     fam = Family(
         name=name, path=fam_dir, computes=computes.strip(), bound=bound, constraints=constraints,
         timing=timing, gate=gate, tiny=tiny, params=dict(params), buffers=tuple(buffers),
         start=start, rewrites=rewrites, wrong=wrong,
         intended_winner=intended["winner"], intended_reasoning=str(intended["reasoning"]).strip(), set=fam_set,
-        targets=targets, gpu_gate_only=gpu_only, pair=pair,
+        targets=targets, gpu_gate_only=gpu_only, pair=pair, group=group, data=data, slip=slip, intended_cue=cue,
         profile_checks=_profile_checks(raw.get("profile_checks", []), (start, *rewrites, *wrong), file),
     )
 

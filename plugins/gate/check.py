@@ -37,7 +37,7 @@ def fresh_seeds(n: int = MIN_SEEDS) -> tuple[int, ...]:
 def host_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> dict[str, np.ndarray]:
     """Host buffers for one run: inputs from the reference's make_inputs, every
     other buffer poisoned (NaN, or all bits set), so unwritten elements show."""
-    inputs = fam.reference_module().make_inputs(np.random.default_rng(seed), dict(shape))
+    inputs = fam.make_inputs(np.random.default_rng(seed), shape)
     counts = fam.buffer_counts(shape)
     buffers: dict[str, np.ndarray] = {}
     for b in fam.buffers:
