@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from layout_slips import cue_csv, cue_report
-from plugins.family.manifest import DIAGNOSE_SET, SlipCues, load_family
+from plugins.family.manifest import SlipCues, load_family
 from plugins.items.build import condition_slips
 from plugins.items.slip import ABLATION, SlipError, cue_ablation, cue_lines, render_slip, slip_lines
 from plugins.measure.ncu import parse_details_csv
@@ -58,13 +58,9 @@ def cue_problems(fam, member: int = 0) -> list[str]:
     return out
 
 
-def test_every_catalog_group_shows_and_deletes_its_cue_rows(catalog):
-    """Runs over the real diagnose families (--set diagnose or all) as they land in families/."""
-    fams = [f for f in catalog.families if f.set == DIAGNOSE_SET]
-    if not fams:
-        pytest.skip("no diagnose family in the selected sets (--set diagnose or --set all selects them)")
-    problems = [p for f in fams for p in cue_problems(f, f.group.index(f.name))]
-    assert not problems, "\n".join(problems)
+def test_every_data_group_member_shows_and_deletes_its_cue_rows(group_member):
+    """Every member of a data group in the selected sets (--set diagnose or all; make family NAME=x)."""
+    assert cue_problems(group_member, group_member.group.index(group_member.name)) == []
 
 
 @pytest.mark.parametrize("name", FIXTURE_MEMBERS)

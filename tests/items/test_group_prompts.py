@@ -75,30 +75,21 @@ def group_prompt_problems(members) -> list[str]:
     return out
 
 
-def catalog_groups(catalog) -> list[list]:
-    groups, seen = [], set()
-    for fam in catalog.families:
-        if fam.set != DIAGNOSE_SET or fam.group in seen:
-            continue
-        seen.add(fam.group)
-        members = []
-        for name in fam.group:
-            member = next((f for f in catalog.families if f.name == name), None)
-            try:
-                members.append(member or load_family(catalog.root / name))
-            except (FamilyError, OSError):
-                pass  # tests/family/test_data_groups.py names the member that cannot be loaded
-        if len(members) == len(fam.group):
-            groups.append(members)
-    return groups
+def group_of(member, catalog) -> list:
+    """The member's whole group: from the catalog, else loaded from disk (--set or --family left it out)."""
+    out = []
+    for name in member.group:
+        found = next((f for f in catalog.families if f.name == name), None)
+        try:
+            out.append(found or load_family(catalog.root / name))
+        except (FamilyError, OSError) as exc:
+            pytest.fail(f"{member.name}: group member {name} cannot be loaded: {exc}", pytrace=False)
+    return out
 
 
-def test_every_catalog_group_shares_its_prompts(catalog):
-    groups = catalog_groups(catalog)
-    if not groups:
-        pytest.skip("no data group in the selected sets (--set diagnose or --set all selects them)")
-    problems = [p for g in groups for p in group_prompt_problems(g)]
-    assert not problems, "\n".join(problems)
+def test_every_data_group_shares_its_prompts(group_member, catalog):
+    """Every member's group in the selected sets (--set diagnose or all; make family NAME=x)."""
+    assert group_prompt_problems(group_of(group_member, catalog)) == []
 
 
 def _fixture_group():
