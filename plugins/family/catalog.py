@@ -42,6 +42,9 @@ class Catalog:
             return list(self.found), [d.name for d in self.found]
         if argname == "family":
             return list(self.families), [f.name for f in self.families]
+        if argname == "group_member":  # the members of data groups (diagnose set); may be none
+            members = [f for f in self.families if f.group]
+            return members, [f.name for f in members]
         if argname == "candidate":
             pairs = [(f, c) for f in self.families for c in f.all_candidates]
             return pairs, [f"{f.name}/{c.id}" for f, c in pairs]

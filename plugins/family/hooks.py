@@ -44,9 +44,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    for name in ("discovered", "family", "candidate", "compile_case"):
+    for name in ("discovered", "family", "candidate", "compile_case", "group_member"):
         if name in metafunc.fixturenames and (cases := metafunc.config.stash[CATALOG].cases(name)):
-            metafunc.parametrize(name, cases[0], ids=cases[1])
+            if cases[0] or name == "group_member":  # no data group selected: one "empty parameter set" skip
+                metafunc.parametrize(name, cases[0], ids=cases[1])
 
 
 @pytest.fixture(scope="session")

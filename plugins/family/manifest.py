@@ -206,6 +206,17 @@ class Family:
     slip: SlipCues | None = None  # the rows of the start's slip that carry the hidden property
     intended_cue: str = ""  # what the slip shows for this member, in words (never shown to a model)
 
+    @property
+    def group_id(self) -> str:
+        """A data group's id, its members joined by '+' in their declared order ("" outside a group).
+        Why the names: a score record then says which items form the group, with nothing else to read."""
+        return "+".join(self.group)
+
+    @property
+    def pair_id(self) -> str:
+        """A shape pair's id, both names sorted and joined by '+' ("" outside a pair)."""
+        return "+".join(sorted((self.name, self.pair))) if self.pair else ""
+
     def make_inputs(self, rng: Any, shape: Mapping[str, Number]) -> dict[str, Any]:
         """The reference's inputs for `shape`; a data group's member also passes its `[data]`."""
         module = self.reference_module()

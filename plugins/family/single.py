@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 # Test argument names whose values carry a family (family stage and items stage).
-FAMILY_ARGS = ("discovered", "family", "candidate", "compile_case", "prompt_case", "slip_case")
+FAMILY_ARGS = ("discovered", "family", "candidate", "compile_case", "group_member", "prompt_case", "slip_case")
 
 
 def belongs(value: Any, name: str) -> bool:

@@ -1,4 +1,4 @@
-"""The 90 items: families x {source, full, no-conflicts} x {forward, mirror}.
+"""The items: families x {source, full, the set's ablated condition} x {forward, mirror}.
 
 An item is what one model call answers. It carries its measured answer key,
 which is never shown in the prompt. Items round-trip through JSONL so other
@@ -16,8 +16,8 @@ from typing import Iterable, Sequence
 
 from plugins.atomicio import write_text_atomic
 from plugins.measure.keyfile import FamilyKey, KeyFileError, key_path, load_key
-from plugins.family.manifest import DEFAULT_SET, SET_CHOICES, Family, discover, selected_sets
-from plugins.items.options import CONDITIONS, DEFAULT_KEY, LETTERS, ORDERS, TASK_WORD
+from plugins.family.manifest import DEFAULT_SET, SET_CHOICES, Family, SlipCues, discover, selected_sets
+from plugins.items.options import CONDITIONS, DEFAULT_KEY, LETTERS, ORDERS, TASK_WORD, ablated_condition, conditions_of
 from plugins.items.prompt import KNOWN_GPUS, gpu_for, option_order, render_prompt
 from plugins.items.slip import load_slip, render_slip, slip_path
 
@@ -25,7 +25,8 @@ from plugins.items.slip import load_slip, render_slip, slip_path
 
 def task_name(condition: str, order: str, family_set: str = DEFAULT_SET) -> str:
     """The seed's task names for the classic set; other sets add their name:
-    `kernel-compass-full-mirror`, `kernel-compass-hard-full-mirror`."""
+    `kernel-compass-full-mirror`, `kernel-compass-hard-full-mirror`,
+    `kernel-compass-diagnose-ablated-mirror` (every set's third condition is `ablated`)."""
     middle = "" if family_set == DEFAULT_SET else f"{family_set}-"
     return f"kernel-compass-{middle}{TASK_WORD[condition]}-{order}"
 
@@ -62,7 +63,9 @@ class Item:
     answer: str  # the letter of the measured winner in this order
     runtimes_ms: dict  # letter -> measured time of that option (two-step mode only)
     key: KeyInfo
-    set: str = DEFAULT_SET  # the family set: classic or hard
+    set: str = DEFAULT_SET  # the family set: classic, hard or diagnose
+    group: str = ""  # a data group's id, its members joined by '+' (diagnose set); "" otherwise
+    pair: str = ""  # a shape pair's id, both names sorted and joined by '+'; "" otherwise
 
     def letter_of(self, rewrite: str) -> str:
         for o in self.options:
@@ -189,14 +192,14 @@ def build_items(
         where = _rel(slip_path(slips_root, key, fam.name), repo)
         planned = [launch.kernel for launch in fam.start.launches]
         if report is None:
-            notes.append(f"{fam.name}: no slip for {key} ({where}), so no full or no-conflicts items; only the source items")
+            notes.append(f"{fam.name}: no slip for {key} ({where}), so no full or {ablated_condition(fam.set)} items; "
+                         "only the source items")
         elif (profiled := [k.kernel.split("(")[0].strip() for k in report.kernels]) != planned:
             notes.append(f"{fam.name}: slip for {key} is stale: {where} profiled kernels {profiled}, "
                          f"the starting plan launches {planned}; re-run the measure pass; only the source items")
         else:
-            slips["full"] = render_slip(report)
-            slips["no-conflicts"] = render_slip(report, ablated=True)
-        for condition in CONDITIONS:
+            slips.update(condition_slips(fam, report))
+        for condition in conditions_of(fam.set):
             if condition not in slips:
                 continue
             for order in ORDERS:
@@ -216,8 +219,18 @@ def build_items(
                     runtimes_ms={o.letter: times[o.rewrite] for o in options} if times else {},
                     key=info,
                     set=fam.set,
+                    group=fam.group_id,
+                    pair=fam.pair_id,
                 ))
     return items, notes
+
+
+def condition_slips(fam: Family, report) -> dict[str, str]:
+    """The slip text of each condition that shows one: `full`, and the set's ablated one
+    (the bank-conflict rows deleted, or, for a data group, the family's declared cue rows)."""
+    cues: SlipCues | None = fam.slip
+    return {"full": render_slip(report, cues=cues),
+            ablated_condition(fam.set): render_slip(report, ablated=True, cues=cues)}
 
 
 # --------------------------------------------------------------------------- snapshot cases
@@ -229,16 +242,21 @@ class SlipCase:
 
     gpu: str
     family: str = ""
-    variant: str = ""  # "full" | "no-conflicts"
+    variant: str = ""  # "full" | the family set's ablated condition ("no-conflicts", "no-cue")
     csv: str = ""  # path of the captured CSV
     skip: str = ""
+    cues: SlipCues | None = None  # a data group's declared cue rows (the no-cue variant deletes them)
+
+    @property
+    def ablated(self) -> bool:
+        return self.variant not in ("", "full")
 
 
 @dataclass(frozen=True)
 class SnapshotCases:
     """What the snapshot tests cover: every captured slip (both renderings) and
     every prompt that can be rendered on the key (source prompts for every
-    family; full/no-conflicts where a slip exists). Loaded once per session."""
+    family; full and the set's ablated condition where a slip exists). Loaded once per session."""
 
     key: str
     slips: tuple[SlipCase, ...]
@@ -257,11 +275,15 @@ class SnapshotCases:
     def load(cls, root: Path, key: str, families: str = "families", slips: str = "slips",
              sets: tuple[str, ...] | None = (DEFAULT_SET,)) -> "SnapshotCases":
         root = Path(root)
-        found = [
-            SlipCase(p.parent.name, p.stem, variant, p.relative_to(root).as_posix())
-            for p in sorted((root / slips).glob("*/*.csv"))
-            for variant in ("full", "no-conflicts")
-        ]
+        csvs = sorted((root / slips).glob("*/*.csv"))
+        fams = {d.name: d.family for d in discover(root / families, None) if d.family is not None} \
+            if csvs and (root / families).is_dir() else {}
+        found = []
+        for p in csvs:
+            fam = fams.get(p.stem.split(".")[0])  # a slip taken beside another is <family>.<stamp>.csv
+            third = ablated_condition(fam.set) if fam else CONDITIONS[2]
+            found += [SlipCase(p.parent.name, p.stem, variant, p.relative_to(root).as_posix(),
+                               cues=fam.slip if fam else None) for variant in ("full", third)]
         if not any(c.gpu == key for c in found):
             found.append(SlipCase(key, skip=f"no slip captured on {key} yet: run the measure pass on a GPU"))
         try:

@@ -1,5 +1,6 @@
 """The slip: ncu's details page of the starting launch plan as compact text,
-and its no-conflicts ablation.
+and its ablations: no-conflicts (the classic and hard sets: the bank-conflict
+rows) and no-cue (the diagnose set: the rows a family's `[slip]` table declares).
 
 Why line records: the ablated slip must differ from the full slip only by
 deleted lines, so both are cut from one layout (column widths come from the
@@ -11,6 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from plugins.family.manifest import SlipCues
 from plugins.measure.ncu import KernelResult, Metric, NcuReport, Rule, read_details_csv
 
 # Words the no-conflicts slip must never contain (checked after every ablation).
@@ -19,14 +21,16 @@ CONFLICT_WORDS = re.compile(r"bank[\s_-]*conflict|conflict", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class Ablation:
-    """Exactly what the no-conflicts condition deletes; nothing else changes."""
+    """Exactly what an ablated condition deletes; nothing else changes."""
 
-    metric_patterns: tuple[str, ...]  # re.search, case-insensitive, on a row's metric name or unit
+    metric_patterns: tuple[str, ...]  # re.search, case-insensitive, on a row's metric name (and unit, see below)
     rule_names: tuple[str, ...]  # ncu rule identifiers, deleted whatever their text says
     rule_text_patterns: tuple[str, ...]  # re.search, case-insensitive, on a rule's description
+    match_unit: bool = True  # no-conflicts reads "name\nunit"; a family's cue patterns read the row name alone
 
     def drops_metric(self, m: Metric) -> bool:
-        return any(re.search(p, f"{m.name}\n{m.unit}", re.IGNORECASE) for p in self.metric_patterns)
+        text = f"{m.name}\n{m.unit}" if self.match_unit else m.name
+        return any(re.search(p, text, re.IGNORECASE) for p in self.metric_patterns)
 
     def drops_rule(self, r: Rule) -> bool:
         return r.name in self.rule_names or any(re.search(p, r.description, re.IGNORECASE) for p in self.rule_text_patterns)
@@ -63,6 +67,16 @@ ABLATION = Ablation(
     rule_names=("SharedMemoryConflicts", "UncoalescedSharedAccess"),
     rule_text_patterns=(r"bank[\s_-]*conflict", r"conflict"),
 )
+
+
+def cue_ablation(cues: SlipCues) -> Ablation:
+    """The no-cue ablation of a diagnose family: its declared cue rows and rule messages, nothing else.
+
+    The patterns are re.search on the row's name (case-insensitive), so `^Duration$`
+    names exactly the Duration rows; rules go by identifier (`cue_rules`) or text
+    (`cue_rule_text`), whole messages.
+    """
+    return Ablation(tuple(cues.cue_metrics), tuple(cues.cue_rules), tuple(cues.cue_rule_text), match_unit=False)
 
 
 class SlipError(ValueError):
@@ -153,10 +167,56 @@ def slip_lines(report: NcuReport) -> tuple[SlipLine, ...]:
     return tuple(out)
 
 
-def render_slip(report: NcuReport, ablated: bool = False) -> str:
-    """The slip text; with `ablated`, the same lines minus those ABLATION deletes."""
+def cue_lines(report: NcuReport, cues: SlipCues) -> tuple[SlipLine, ...]:
+    """The lines of the full slip that carry a diagnose family's cue: what no-cue deletes."""
+    ablation = cue_ablation(cues)
+    return tuple(line for line in slip_lines(report) if line.ablated(ablation))
+
+
+def _check_cues(report: NcuReport, lines: tuple[SlipLine, ...], cues: SlipCues) -> None:
+    """Every cue_metrics pattern names at least one row the slip shows: a pattern that
+    matches nothing is a cue the capture lost (a refused metric, a missing section) or a typo."""
+    rows = [line.metric for line in lines if line.metric is not None]
+    for p in cues.cue_metrics:
+        if not any(re.search(p, m.name, re.IGNORECASE) for m in rows):
+            raise SlipError(
+                f"{report.source}: the family's [slip] cue_metrics pattern {p!r} matches no row of the slip, so the "
+                "cue it declares is not there (a metric ncu refused, a section not captured, or a pattern that names "
+                "no ncu row); fix: see the dropped metrics in the slip's .json beside the CSV and retake the slip, "
+                "or correct the pattern in family.toml's [slip]"
+            )
+
+
+def _check_no_cue(report: NcuReport, lines: tuple[SlipLine, ...], kept: tuple[SlipLine, ...], ablation: Ablation) -> None:
+    """No declared cue row survives in a kept rule message: ncu's rules quote the rows they read
+    ("measured achieved occupancy (20.3%)"), so a kept message naming a deleted row would hand
+    the model the cue the condition removes."""
+    gone = sorted({line.metric.name for line in lines if line.metric is not None and line.ablated(ablation)})
+    for n, line in enumerate(kept, 1):
+        if line.rule is None:
+            continue
+        for name in gone:
+            if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", line.text, re.IGNORECASE):
+                raise SlipError(
+                    f"{report.source}: the no-cue slip keeps a rule message that names the deleted cue row {name!r} "
+                    f"on line {n}: {line.text.strip()!r}; fix: add its rule id ({line.rule.name or 'no id'}) to "
+                    "[slip] cue_rules, or a pattern of its text to cue_rule_text, in every member's family.toml"
+                )
+
+
+def render_slip(report: NcuReport, ablated: bool = False, cues: SlipCues | None = None) -> str:
+    """The slip text; with `ablated`, the same lines minus those the condition deletes: the
+    bank-conflict rows (ABLATION) without `cues`, a diagnose family's declared cue rows with them.
+    With `cues`, every declared cue_metrics pattern must name a row (full or ablated)."""
     lines = slip_lines(report)
-    if ablated:
+    if cues is not None:
+        _check_cues(report, lines, cues)
+    if ablated and cues is not None:
+        ablation = cue_ablation(cues)
+        kept = tuple(line for line in lines if not line.ablated(ablation))
+        _check_no_cue(report, lines, kept, ablation)
+        lines = kept
+    elif ablated:
         lines = tuple(line for line in lines if not line.ablated())
         for n, line in enumerate(lines, 1):
             if CONFLICT_WORDS.search(line.text):

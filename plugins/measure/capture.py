@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from plugins.atomicio import write_text_atomic
 from plugins.atomicio import write_json_atomic
@@ -47,14 +47,17 @@ METRICS = (
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
 )
-# The two the slip must have; the profile is retried with only these when ncu
-# rejects a name of the longer list on this GPU or version.
+# The two the slip must have. When ncu refuses a name, the capture drops that name
+# (and only it) and profiles again; names it cannot pin down fall back to these two.
+# A family's `[slip] extra_metrics` join the list for its own slip only, so the
+# classic and hard slips keep exactly this list.
 REQUIRED_METRICS = METRICS[:2]
 NCU_GLOBS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu")
 PROFILE_TIMEOUT_S = 60  # a start plan profiles in seconds; a hung ncu must not eat the pass's budget
 EXPORT_TIMEOUT_S = 30
 EXPORT_RESERVE_S = 5.0  # kept free of the profile's timeout for the export (an estimate: ncu --import of one small report)
 LAUNCH_SEED = 20260101  # the inputs of the profiled run: fixed, and recorded in the slip
+QUERY_TIMEOUT_S = 60  # ncu --query-metrics lists a few thousand names
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,45 @@ def profile_command(ncu: str, family: str, out_base: Path, kernels: Sequence[str
     cmd += ["-o", str(out_base), "-f"]
     cmd += [python, "-m", "plugins.measure.launch_once", family, "--families-root", str(families_root), "--seed", str(seed)]
     return cmd
+
+
+def query_command(ncu: str) -> list[str]:
+    """The metrics this ncu offers on the devices it sees (base names, one per line)."""
+    return [ncu, "--query-metrics"]
+
+
+_BASE_NAME = re.compile(r"^\s*([a-z0-9]+__[a-z0-9_]+)\b")
+
+
+def queried_base_names(text: str) -> frozenset[str]:
+    """The base metric names (`smsp__inst_executed`) at the start of `ncu --query-metrics` lines."""
+    return frozenset(m.group(1) for line in text.splitlines() if (m := _BASE_NAME.match(line)))
+
+
+def refused_metric(text: str, requested: Sequence[str]) -> str:
+    """The requested metric a rejection line of ncu's output names, or "" when no line names one."""
+    for line in text.splitlines():
+        if METRIC_REJECTED.search(line):
+            named = [m for m in requested if re.search(rf"(?<![\w.]){re.escape(m)}(?![\w.])", line)]
+            if named:
+                return max(named, key=len)
+    return ""
+
+
+def raw_cue_patterns(cue_metrics: Sequence[str]) -> list[str]:
+    """The cue patterns that name raw ncu counters (`^sm__cycles_active` and the like), not section rows."""
+    return [p for p in cue_metrics if "__" in p]
+
+
+def missing_cue_rows(csv_text: str, cue_metrics: Sequence[str]) -> list[str]:
+    """The cue patterns no metric row of the export matches (re.search, case-insensitive, on the name)."""
+    lines = [ln for ln in csv_text.splitlines() if not ln.startswith("==")]
+    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    if not rows or "Metric Name" not in rows[0]:
+        return list(cue_metrics)
+    i = rows[0].index("Metric Name")
+    names = {r[i] for r in rows[1:] if len(r) > i and r[i]}
+    return [p for p in cue_metrics if not any(re.search(p, n, re.IGNORECASE) for n in names)]
 
 
 def export_command(ncu: str, report: Path) -> list[str]:
@@ -202,14 +244,20 @@ class ProfilerState:
 
     `unusable`: after the first profiler-wide error (or the preflight's), every
     later slip is skipped with this reason and ncu is not started again.
-    `metrics`: after the first metric rejection, the required list is used.
+    `metrics`: the list every slip asks for (the required two when the preflight
+    saw the optional ones refused); `refused`: each name ncu refused, with its
+    line, so no later slip asks for it again; `offered`: the base names of
+    `ncu --query-metrics`, read once, when a refusal named no metric.
     """
 
     unusable: str = ""
     metrics: tuple[str, ...] = METRICS
     metric_rejected: str = ""
     version: str = ""
-    starts: int = 0  # ncu processes started (profile, export, --version)
+    starts: int = 0  # ncu processes started (profile, export, --version, --query-metrics)
+    refused: dict[str, str] = field(default_factory=dict)
+    offered: frozenset[str] | None = None
+    offered_note: str = ""
 
 
 def _path(base: Path, ext: str) -> Path:
@@ -232,13 +280,18 @@ def capture_slip(
     state: ProfilerState | None = None,
     budget: StepBudget | None = None,
     name: str | None = None,
+    extra_metrics: Sequence[str] = (),
+    cue_metrics: Sequence[str] = (),
+    data: Mapping[str, Any] | None = None,
 ) -> SlipResult:
     """Profile, export, and write `slips/<gpu>/<name>.{ncu-rep,csv,json}` under `out_root`
     (`name` defaults to the family; a rerun passes a stamped name to write beside).
 
     Never raises for a missing or failing ncu: the result says what happened,
     and the JSON beside the slip records it too. `state` carries what earlier
-    slips learnt; `budget` bounds every timeout by the pass's deadline.
+    slips learnt; `budget` bounds every timeout by the pass's deadline. A data
+    group member passes its `[slip]` extra_metrics (asked for in this slip only)
+    and cue_metrics: a cue row the export lacks fails this slip, not the pass.
     """
     ncu = ncu or find_ncu()
     state = state if state is not None else ProfilerState()
@@ -253,12 +306,18 @@ def capture_slip(
     if first_timeout is None:
         return SlipResult("skipped", f"time budget: {max(budget.left() or 0.0, 0.0):.0f} s left before the deadline, "  # type: ignore[union-attr]
                                      f"too little for a profile and its export", [], {})
-    metrics = tuple(state.metrics)
+    wanted = tuple(dict.fromkeys((*state.metrics, *extra_metrics)))
+    metrics = tuple(m for m in wanted if m not in state.refused)
+    dropped = [{"metric": m, "reason": f"refused earlier in this session: {state.refused[m]}"} for m in wanted if m in state.refused]
     rec: dict = {
         "family": family, "gpu": gpu, "kernels": list(kernels), "seed": LAUNCH_SEED,
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "clock_control": "none", "sections": list(SECTIONS), "metrics": list(metrics),
     }
+    if extra_metrics or cue_metrics or data is not None:
+        rec.update({"extra_metrics": list(extra_metrics), "cue_metrics": list(cue_metrics),
+                    "data": dict(data) if data is not None else {}})
+    rec["metrics_requested"], rec["metrics_dropped"] = list(wanted), dropped
     if state.metric_rejected:
         rec["metrics_note"] = f"the required list only: an earlier profile in this session was refused ({state.metric_rejected})"
     rec["ncu_path"] = ncu.path
@@ -290,26 +349,45 @@ def capture_slip(
             write_json_atomic(_path(base, ".json"), rec)
             result.files.append(str(_path(base, ".json")))
             return result
-        if rejected and metrics != tuple(REQUIRED_METRICS):
-            state.metrics, state.metric_rejected = tuple(REQUIRED_METRICS), rejected
+        profiles = 1
+        while rejected and profiles <= len(wanted):
+            drop, why = _to_drop(ncu, run, text, metrics, rejected, state, repo)
+            if not drop:
+                break
+            lacking = [m for m in drop if m in REQUIRED_METRICS]
+            if lacking:  # never learnt as refused: every later slip tries, and fails, on its own
+                result.reason = f"ncu refused the required metric(s) {lacking} ({why}); no slip can show them"
+                break
+            for m in drop:
+                state.refused.setdefault(m, why)
+                dropped.append({"metric": m, "reason": why})
+            metrics = tuple(m for m in metrics if m not in drop)
+            rec["metrics"] = list(metrics)
             retry = profile_command(ncu.path, family, base, kernels, len(kernels), families_root, python=python,
-                                    metrics=REQUIRED_METRICS)
+                                    metrics=metrics)
             left = profile_timeout_s - (time.monotonic() - t0)
             if budget is not None:
                 bounded = budget.timeout(left, reserve_s=export_reserve)
                 left = bounded if bounded is not None else 0.0
-            rec["first_profile"] = {"command": cmd, "exit": p.returncode, "log_tail": rec["profile_log_tail"], "rejected": rejected}
-            if left >= MIN_STEP_TIMEOUT_S:
-                log.warning("%s: ncu refused the metric list (%s); this and every later slip use only %s",
-                            family, rejected, list(REQUIRED_METRICS))
-                rec["profile_command"], rec["metrics"] = retry, list(REQUIRED_METRICS)
-                rec["profile_timeout_s"] = left
-                state.starts += 1
-                p = run(retry, cwd=str(repo), capture_output=True, text=True, timeout=left)
-                rec["profile_exit"] = p.returncode
-                rec["profile_log_tail"] = _tail((p.stdout or "") + "\n" + (p.stderr or ""))
+            rec.setdefault("first_profile", {"command": cmd, "exit": p.returncode, "log_tail": rec["profile_log_tail"],
+                                             "rejected": rejected})
+            if left < MIN_STEP_TIMEOUT_S:
+                break
+            log.warning("%s: ncu refused %s (%s); profiling again without it, and every later slip skips it",
+                        family, ", ".join(drop), rejected)
+            rec["profile_command"], rec["profile_timeout_s"] = retry, left
+            state.starts += 1
+            profiles += 1
+            p = run(retry, cwd=str(repo), capture_output=True, text=True, timeout=left)
+            rec["profile_exit"] = p.returncode
+            text = (p.stdout or "") + "\n" + (p.stderr or "")
+            rec["profile_log_tail"] = _tail(text)
+            rejected = metric_rejection(text) if p.returncode != 0 or not report.is_file() else ""
+        rec["profiles"] = profiles
         rec["profile_seconds"] = time.monotonic() - t0
-        if p.returncode != 0 or not report.is_file():
+        if result.reason:
+            pass  # a required metric was refused: said above
+        elif p.returncode != 0 or not report.is_file():
             result.reason = f"ncu exited {p.returncode} and {'wrote' if report.is_file() else 'did not write'} {report}; see profile_log_tail in {_path(base, '.json')}"
             if report.is_file():
                 result.files.append(str(report))
@@ -337,9 +415,20 @@ def capture_slip(
                     try:
                         rec["csv"] = csv_summary(e.stdout)
                         profiled = rec["csv"]["launches"]
+                        missing = missing_cue_rows(e.stdout, cue_metrics)
                         if profiled != list(kernels):  # what plugins.items.build compares a slip against
                             result.reason = (f"the export profiled launches {profiled}, the starting plan launches {list(kernels)}; "
                                              "see profile_log_tail in the JSON beside the slip")
+                        elif missing:
+                            rec["cue_rows_missing"] = missing
+                            gone = [d["metric"] for d in dropped if any(re.search(p, d["metric"], re.I) for p in missing)]
+                            raw = [p for p in raw_cue_patterns(missing)]
+                            result.reason = (
+                                f"the slip lacks the family's declared cue rows {missing}"
+                                + (f" (raw counters {raw}; ncu refused {gone}, see metrics_dropped)" if gone else
+                                   f" (raw counters {raw} were not in the export)" if raw else "")
+                                + "; the family's slip fails, the pass goes on: fix the metric names in [slip] "
+                                  "extra_metrics / cue_metrics (ncu --query-metrics) and retake it with --slips-only")
                         else:
                             result.status, result.reason = "captured", ""
                     except ValueError as exc:
@@ -354,6 +443,31 @@ def capture_slip(
     write_json_atomic(_path(base, ".json"), rec)
     result.files.append(str(_path(base, ".json")))
     return result
+
+
+def _to_drop(ncu: NcuLocation, run: Callable[..., Any], text: str, metrics: Sequence[str], rejected: str,
+             state: ProfilerState, repo: Path) -> tuple[list[str], str]:
+    """The names to leave out after a refusal, and why: the one ncu named; else those whose
+    base `ncu --query-metrics` does not offer (queried once per session); else every name
+    but the required two (the refusal could not be pinned on one)."""
+    named = refused_metric(text, metrics)
+    if named:
+        return [named], rejected
+    if state.offered is None:
+        try:
+            state.starts += 1
+            q = run(query_command(ncu.path or "ncu"), cwd=str(repo), capture_output=True, text=True, timeout=QUERY_TIMEOUT_S)
+            state.offered = queried_base_names(q.stdout or "") if q.returncode == 0 else frozenset()
+            state.offered_note = "" if state.offered else f"ncu --query-metrics exited {q.returncode} or listed no metric"
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            state.offered, state.offered_note = frozenset(), f"ncu --query-metrics failed: {exc}"
+    if state.offered:
+        unknown = [m for m in metrics if m.split(".")[0] not in state.offered and m not in REQUIRED_METRICS]
+        if unknown:
+            return unknown, f"not offered by ncu --query-metrics on this GPU (after: {rejected})"
+    optional = [m for m in metrics if m not in REQUIRED_METRICS]
+    return optional, (f"ncu refused the list without naming a metric ({rejected}); "
+                      f"{state.offered_note or 'ncu --query-metrics did not single one out'}: only the required metrics are kept")
 
 
 def ncu_version(ncu: NcuLocation, run: Callable[..., Any] = subprocess.run) -> str:

@@ -14,7 +14,10 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+
+if TYPE_CHECKING:
+    from plugins.family.manifest import Family
 
 UNAVAILABLE = "unavailable"
 
@@ -256,6 +259,46 @@ def software_record(
         "python_executable": sys.executable,
         "hostname": field(socket.gethostname),
         "platform": field(platform.platform),
+    }
+
+
+RNG = "numpy.random.default_rng"  # what every seed below seeds (numpy's version is in the provenance)
+
+
+def inputs_sha256(buffers: Mapping[str, Any], names: Sequence[str]) -> str:
+    """sha256 over the named buffers (name, dtype, bytes, sorted by name): the same formula as
+    plugins.family.pairs.input_digest, so a redraw from the recorded seed can be compared."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256()
+    for name in sorted(names):
+        arr = np.ascontiguousarray(buffers[name])
+        h.update(name.encode() + str(arr.dtype).encode() + arr.tobytes())
+    return h.hexdigest()
+
+
+def inputs_record(fam: "Family", gate_seeds: Sequence[int], timing_seed: int | None, slip_seed: int,
+                  timing_inputs_sha256: str = "") -> dict:
+    """How to draw again every input a pass used: reference.py's make_inputs (by sha256), the rng,
+    the family's `[data]` (a data group's generator and parameters; {} elsewhere) and the seeds of
+    the gate, the timing and the slip. Why in the key: a data group's question is its data, and a
+    reviewer must be able to redraw exactly what the GPU ran."""
+    import hashlib
+
+    ref = Path(fam.path) / "reference.py"
+    call = "make_inputs(rng, shape, data)" if fam.group else "make_inputs(rng, shape)"
+    return {
+        "make_inputs": f"families/{fam.name}/reference.py: {call}, rng = {RNG}(seed)",
+        "reference_sha256": field(lambda: hashlib.sha256(ref.read_bytes()).hexdigest()),
+        "rng": RNG,
+        "generator": str(fam.data.get("generator", "")),
+        "data": dict(fam.data),
+        "gate_seeds": list(gate_seeds),
+        "timing_seed": timing_seed,
+        "timing_inputs_sha256": timing_inputs_sha256,
+        "slip_seed": slip_seed,
     }
 
 

@@ -24,8 +24,10 @@ import numpy as np
 from plugins.gate.check import Executor, GateResult, fresh_seeds, gate_candidate, host_buffers
 from plugins.atomicio import write_json_atomic
 from plugins.measure.budget import StepBudget
+from plugins.measure.capture import LAUNCH_SEED
 from plugins.measure.confidence import Confidence, assess
 from plugins.measure.keyfile import SCHEMA, load_key, write_key
+from plugins.measure.provenance import inputs_record, inputs_sha256
 from plugins.family.manifest import SETS, Candidate, Family
 from plugins.family.plan import Number
 from plugins.measure.ranking import FamilyRanking, rank_family
@@ -119,6 +121,11 @@ def timing_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> dict[
     """Timing-size host buffers. No reference output is computed at this size:
     the gate already decided correctness on its own shapes and seeds."""
     return host_buffers(fam, shape, seed)
+
+
+def timing_digest(fam: Family, host: Mapping[str, np.ndarray]) -> str:
+    """sha256 of the timing inputs (the key's inputs.timing_inputs_sha256): a redraw can be checked."""
+    return inputs_sha256(host, [b.name for b in fam.buffers if b.role == "input"])
 
 
 def gate_problems(results: Mapping[str, GateResult]) -> list[str]:
@@ -421,7 +428,10 @@ class MeasureSession:
         shape = fam.shapes("timing")[0]
         input_seed, block_seed = self.new_seed(), self.new_seed()
         t0 = time.monotonic()
-        timer = self.timer_factory(fam, shape, timing_buffers(fam, shape, input_seed), timed)
+        host = timing_buffers(fam, shape, input_seed)
+        rep_digest = timing_digest(fam, host)
+        timer = self.timer_factory(fam, shape, host, timed)
+        del host  # only the timer keeps the host copy of the inputs
         try:
             blocks = run_blocks(timer, [c.id for c in timed], block_seed, blocks=self.config.blocks)
         finally:
@@ -434,7 +444,7 @@ class MeasureSession:
         rep.seconds["timing"] = time.monotonic() - t0
         rep.ranking, rep.confidence = self._rank(fam, rep, shape)
         rep.slip = {"status": "skipped", "reason": f"a repeat: the slip is the first pass's ({first.slip.get('status')})"}
-        rec = self.record(fam, rep, shape, input_seed)
+        rec = self.record(fam, rep, shape, input_seed, rep_digest)
         rec["pass"] = "repeat"
         rec["repeat_of"] = self._rel(first.key_path) if first.key_path else None
         rec["repeat_seed"] = self.repeat_seed
@@ -472,7 +482,10 @@ class MeasureSession:
             shape = fam.shapes("timing")[0]
             input_seed = self.new_seed()
             block_seed = self.new_seed()
-            timer = self.timer_factory(fam, shape, timing_buffers(fam, shape, input_seed), timed)
+            host = timing_buffers(fam, shape, input_seed)
+            digest = timing_digest(fam, host)
+            timer = self.timer_factory(fam, shape, host, timed)
+            del host  # only the timer keeps the host copy of the inputs, as before the digest
             try:
                 out.blocks = run_blocks(timer, [c.id for c in timed], block_seed, blocks=self.config.blocks)
             finally:
@@ -496,7 +509,7 @@ class MeasureSession:
                 out.slip = {"status": "pending", "reason": SLIP_PENDING}
 
             step = "key"
-            out.record = self.record(fam, out, shape, input_seed)
+            out.record = self.record(fam, out, shape, input_seed, digest)
             out.key_path = write_key(Path(self.config.out_root) / "families" / fam.name, self.slug, out.record,
                                      replace=self.config.replace, also_check=self._family_roots(fam))
         except ContextLost as exc:
@@ -545,7 +558,8 @@ class MeasureSession:
         except ValueError:
             return str(path)
 
-    def record(self, fam: Family, out: FamilyOutcome, shape: Mapping[str, Number], input_seed: int) -> dict:
+    def record(self, fam: Family, out: FamilyOutcome, shape: Mapping[str, Number], input_seed: int,
+               inputs_digest: str = "") -> dict:
         """The measurement file (docs/artifacts.md section 2)."""
         assert out.blocks is not None and out.ranking is not None
         br, fr = out.blocks, out.ranking
@@ -581,6 +595,8 @@ class MeasureSession:
             "set": fam.set,
             "provenance": self.provenance,
             "protocol": {**br.protocol_record(), "input_seed": input_seed},
+            "inputs": inputs_record(fam, list(dict.fromkeys(s for r in out.gate.values() for s in r.seeds)),
+                                    input_seed, LAUNCH_SEED, inputs_digest),
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "sizes": dict(shape),
             "gate": {
@@ -649,6 +665,15 @@ def load_previous(out_dir: Path, gpu: str) -> dict[str, dict]:
     return found
 
 
+def slip_options(fam: Family) -> dict[str, Any]:
+    """What a family adds to its own slip's capture: a data group member's `[slip]` extra
+    metrics and cue rows (checked in the export), and its `[data]`, recorded beside the slip."""
+    if fam.slip is None:
+        return {}
+    return {"extra_metrics": tuple(fam.slip.extra_metrics), "cue_metrics": tuple(fam.slip.cue_metrics),
+            "data": dict(fam.data)}
+
+
 def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
     """The real session: CUDA-event timer, provenance read from the device, ncu slips."""
     from plugins.measure.capture import METRICS, REQUIRED_METRICS, ProfilerState, capture_slip, find_ncu, ncu_version
@@ -678,7 +703,7 @@ def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
             log.warning("could not free device memory before %s's slip: %s", fam.name, exc)
         kernels = [launch.kernel for launch in fam.start.launches]
         return capture_slip(fam.name, kernels, gpu_slug, config.out_root, config.repo, config.families_root, ncu=ncu,
-                            state=profiler, budget=budget, name=name)
+                            state=profiler, budget=budget, name=name, **slip_options(fam))
 
     return MeasureSession(config, executor, timer_factory, gpu, prov, capture=capture, after_family=executor.free,
                           health=executor.context_error)

@@ -9,7 +9,10 @@ forward and mirror orders. `pytest --model heuristic:NAME` runs a rule through
 the whole scoring pipeline (plugins.score.baselines); `source_score` is the
 same pick computed directly, for the CI bounds on any family set: a rule
 must score neither above half nor far below chance, since a rule far below
-chance is a cue read backwards (its inverse would solve the set).
+chance is a cue read backwards (its inverse would solve the set). In the
+diagnose set the members of a data group share every byte a rule reads, so a
+rule picks the same letter for each and is right on at most one: there the
+check is that no rule is right on every member of any group (`group_hits`).
 """
 from __future__ import annotations
 
@@ -190,6 +193,48 @@ def source_score(rule: Rule, families: Sequence[Family], arch: str = DEFAULT_ARC
     return SetScore(rule.name, len(hits), 2 * len(families), tuple(hits))
 
 
+@dataclass(frozen=True)
+class GroupPick:
+    """One rule on one data group in one order: each member's pick and whether it is that member's winner."""
+
+    group: str
+    order: str
+    letters: tuple[str, ...]
+    right: tuple[bool, ...]
+
+    @property
+    def all_right(self) -> bool:
+        return all(self.right)
+
+
+def group_picks(rule: Rule, families: Sequence[Family], answers: Mapping[tuple[str, str], str] | None = None,
+                arch: str = DEFAULT_ARCH) -> list[GroupPick]:
+    """The rule's pick for every member of every complete data group among `families`, per order;
+    right against `answers` ((family, order) -> letter), else against each intended winner."""
+    by = {f.name: f for f in families}
+    out = []
+    for group in dict.fromkeys(f.group for f in families if f.group):
+        if not all(m in by for m in group):
+            continue
+        for order in ORDERS:
+            letters, right = [], []
+            for m in group:
+                fam = by[m]
+                letter, _ = choose(rule, fam, order, arch)
+                want = (answers or {}).get((m, order)) or LETTERS[[c.id for c in option_order(fam, order)].index(fam.intended_winner)]
+                letters.append(letter)
+                right.append(letter == want)
+            out.append(GroupPick("+".join(group), order, tuple(letters), tuple(right)))
+    return out
+
+
+def group_hits(rule: Rule, families: Sequence[Family], answers: Mapping[tuple[str, str], str] | None = None,
+               arch: str = DEFAULT_ARCH) -> list[str]:
+    """"group/order" where the rule is right on every member: none, in a fair set (identical
+    sources give one pick, and the members' winners differ)."""
+    return [f"{g.group}/{g.order}" for g in group_picks(rule, families, answers, arch) if g.all_right]
+
+
 def trace(rule: Rule, letter: str, values: Sequence[float], arch: str) -> str:
     """What the baseline answers: the rule, each option's value, the pick."""
     shown = ", ".join(f"{lt}={v:g}" for lt, v in zip(LETTERS, values))
@@ -210,22 +255,31 @@ def key_answers(families_root: Path, key: str, intended: bool, sets: tuple[str, 
     return {(it.family, it.order): it.answer for it in src}, bool(src) and all(it.key.measured for it in src)
 
 
-def table(families: Sequence[Family], answers: Mapping[tuple[str, str], str], arch: str) -> list[tuple[str, str, int, int]]:
-    """(rule, what it picks, correct, items) for every rule, over the families that have answers."""
+def table(families: Sequence[Family], answers: Mapping[tuple[str, str], str], arch: str) -> list[tuple]:
+    """(rule, what it picks, correct, items) for every rule, over the families that have answers;
+    where the families form data groups, also (group-orders with every member right, group-orders)."""
     fams = [f for f in families if all((f.name, o) in answers for o in ORDERS)]
-    rows = []
+    rows: list[tuple] = []
     for rule in RULES.values():
         right = sum(choose(rule, f, o, arch)[0] == answers[(f.name, o)] for f in fams for o in ORDERS)
-        rows.append((PREFIX + rule.name, rule.describe, right, 2 * len(fams)))
+        row: tuple = (PREFIX + rule.name, rule.describe, right, 2 * len(fams))
+        if any(f.group for f in fams):
+            picks = group_picks(rule, fams, answers, arch)
+            row += (sum(g.all_right for g in picks), len(picks))
+        rows.append(row)
     return rows
 
 
-def table_markdown(rows: Sequence[tuple[str, str, int, int]], key: str, measured: bool, arch: str, family_set: str) -> str:
+def table_markdown(rows: Sequence[tuple], key: str, measured: bool, arch: str, family_set: str) -> str:
     status = "measured" if measured else "NOT measured: the authors' intended winners"
     total = rows[0][3] if rows else 0
+    grouped = bool(rows) and len(rows[0]) > 4
+    head = f"| baseline | picks | source items right (of {total}) |"
+    if grouped:
+        head += f" group-orders with every member right (of {rows[0][5]}) |"
     lines = [f"Key {key} ({status}), {family_set} set, source items of both orders, binary counts from {arch}:", "",
-             f"| baseline | picks | source items right (of {total}) |", "|---|---|---|"]
-    lines += [f"| `{name}` | {what} | {right} |" for name, what, right, _ in rows]
+             head, "|---|---|---|" + ("---|" if grouped else "")]
+    lines += [f"| `{r[0]}` | {r[1]} | {r[2]} |" + (f" {r[4]} |" if grouped else "") for r in rows]
     return "\n".join(lines)
 
 

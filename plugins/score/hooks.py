@@ -83,6 +83,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = kept
 
 
+@pytest.hookimpl(tryfirst=True)  # before junitxml writes the sheet in its own pytest_sessionfinish
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    props = session.config.stash[SESSION].suite_properties()
+    xml = next((p for p in session.config.pluginmanager.get_plugins() if hasattr(p, "add_global_property")), None)
+    for name, value in props if xml is not None else ():
+        xml.add_global_property(name, value)
+
+
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     lines = config.stash[SESSION].finish()
     if lines:

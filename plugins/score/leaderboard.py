@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from plugins.atomicio import write_bytes_atomic, write_text_atomic
-from plugins.score.report import fragile_lines, mean_row, score_headers, score_row, table_lines, unmeasured_banner
-from plugins.score.tally import CONDITIONS, Record, Score, score_by_pass, sets_of
+from plugins.score.groups import GroupScore, score_groups_by_pass
+from plugins.score.report import (conditions_of, fragile_lines, mean_row, score_headers, score_row, table_lines,
+                                  unmeasured_banner)
+from plugins.score.tally import Record, Score, score_by_pass, sets_of
 
 REQUIRED = ("model", "item", "family", "condition", "order", "pass", "expected", "outcome", "key", "key_measured")
 
@@ -35,6 +37,7 @@ class Entry:
     key: str
     scores: tuple[Score, ...]
     family_set: str = "classic"
+    groups: tuple[GroupScore, ...] = ()  # the data-group tally per pass (the diagnose set)
 
     @property
     def label(self) -> str:
@@ -63,6 +66,7 @@ def read_junit(path: Path) -> list[tuple[dict, Record]]:
                 strict=props.get("strict") or None, outcome=props["outcome"],
                 key_measured=props["key_measured"] == "true", key=props["key"],
                 key_fragile=props.get("key_fragile") == "true", family_set=props.get("set") or "classic",
+                group=props.get("group") or "",
             )))
         except ValueError as exc:
             raise LeaderboardError(f"{path}: testcase {tc.get('name')!r}: {exc}") from None
@@ -84,7 +88,8 @@ def collect(paths: Sequence[Path]) -> list[Entry]:
                 )
             g[k] = (rec, path)
     order = {s: i for i, s in enumerate(sets_of(r for g in groups.values() for r, _ in g.values()))}
-    return [Entry(m, mode, key, score_by_pass(r for r, _ in g.values()), family_set=fs)
+    return [Entry(m, mode, key, score_by_pass(r for r, _ in g.values()), family_set=fs,
+                  groups=score_groups_by_pass(r for r, _ in g.values()))
             for (fs, m, mode, key), g in sorted(groups.items(), key=lambda kv: (order[kv[0][0]], kv[0][1:]))]
 
 
@@ -102,13 +107,41 @@ def leaderboard_lines(entries: Sequence[Entry]) -> Iterator[str]:
         yield ""
         scores = [s for e in group for s in e.scores]
         headers, dens = score_headers(scores, ("model", "key", "pass"))
+        conds = conditions_of(scores)
         body = []
         for e in group:
-            body += [score_row((e.label, e.key, str(s.pass_index)), s, dens) for s in e.scores]
+            body += [score_row((e.label, e.key, str(s.pass_index)), s, dens, conds) for s in e.scores]
             if len(e.scores) > 1:
                 body.append(mean_row((e.label, e.key, "mean"), e.scores))
         yield from table_lines(headers, body)
         yield from fragile_lines(scores)
+        yield from group_board_lines(group)
+
+
+def _paired_cell(p) -> str:
+    if not p.pairs:
+        return "n/a"
+    iv = p.interval
+    return f"{p.c - p.b:+d}/{p.pairs}" + (f" [{iv.low:+.2f}, {iv.high:+.2f}]" if iv else "") + f" p={p.p:.3g}"
+
+
+def group_board_lines(entries: Sequence[Entry]) -> Iterator[str]:
+    """The data-group headline per model and pass: all-right group-orders per condition, did the slip help
+    (full − source, exact McNemar p, Newcombe interval), did it mislead, full − ablated, source consistency."""
+    rows = [(e, g) for e in entries for g in e.groups]
+    if not rows:
+        return
+    third = rows[0][1].ablated
+    yield ""
+    yield ("Data groups (group-orders: one group in one option order; all right = every member right; "
+           "net all right / complete group-orders [95% Newcombe interval], exact McNemar p):")
+    yield ""
+    yield from table_lines(
+        ("model", "key", "pass", "group-orders", "all right: source", "full", third, "slip helped (full − source)",
+         "slip misled", f"full − {third}", "source consistency"),
+        [[e.label, e.key, str(g.pass_index), str(g.tallies["source"].n + g.tallies["source"].incomplete),
+          *(str(g.tallies[c].all_right) for c in g.conditions), _paired_cell(g.helped), f"{g.misled}/{g.misled_of}",
+          _paired_cell(g.causal), f"{g.consistent}/{g.consistent_of}"] for e, g in rows])
 
 
 def write_chart(entries: Sequence[Entry], path: Path) -> None:
@@ -121,14 +154,15 @@ def write_chart(entries: Sequence[Entry], path: Path) -> None:
     fig = Figure(figsize=(max(6.0, 1.2 * len(entries) + 4), 4.5))
     ax = fig.add_subplot()
     width = 0.8 / max(1, len(entries))
+    conds = conditions_of([s for e in entries for s in e.scores])
     for i, e in enumerate(entries):
         ys = []
-        for c in CONDITIONS:
-            cells = [s.conditions[c] for s in e.scores if s.conditions[c].n]
+        for c in conds:
+            cells = [s.conditions[c] for s in e.scores if c in s.conditions and s.conditions[c].n]
             ys.append(sum(x.correct / x.n for x in cells) / len(cells) if cells else 0.0)
-        xs = [j + (i - (len(entries) - 1) / 2) * width for j in range(len(CONDITIONS))]
+        xs = [j + (i - (len(entries) - 1) / 2) * width for j in range(len(conds))]
         ax.bar(xs, ys, width, label=f"{e.label} [{e.key}, {e.family_set}]")
-    ax.set_xticks(range(len(CONDITIONS)), CONDITIONS)
+    ax.set_xticks(range(len(conds)), conds)
     ax.set_ylim(0, 1)
     ax.set_ylabel("fraction correct (mean over passes)")
     measured = all(s.key_measured for e in entries for s in e.scores)

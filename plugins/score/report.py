@@ -14,6 +14,7 @@ from tabulate import tabulate
 
 from plugins.atomicio import write_text_atomic
 
+from plugins.score.groups import GroupScore, group_json, group_lines
 from plugins.score.tally import CONDITIONS, Cell, Interval, Score, score_json
 
 SCHEMA = "sparktrace.score/1"
@@ -36,6 +37,7 @@ class RunReport:
     scores: tuple[Score, ...]
     notes: tuple[str, ...] = ()
     family_set: str = "classic"  # the family set scored, or "all" for the combined table (--combine-sets)
+    groups: tuple[GroupScore, ...] = ()  # the data-group tally per pass (the diagnose set; plugins.score.groups)
 
     @property
     def key_measured(self) -> bool:
@@ -59,19 +61,33 @@ def _iv(iv: Interval | None) -> str:
     return "n/a" if iv is None else f"{iv.low:.2f}-{iv.high:.2f}"
 
 
+def conditions_of(scores: Sequence[Score]) -> tuple[str, ...]:
+    """The condition columns of these scores, in table order (the seed's three for classic and hard;
+    the diagnose set's third is no-cue; a combined table has both)."""
+    found = tuple(dict.fromkeys(c for s in scores for c in s.conditions))
+    return found or CONDITIONS
+
+
+def _cell(s: Score, c: str) -> Cell:
+    return s.conditions.get(c) or Cell(0, 0, 0, 0, 0)
+
+
 def score_headers(scores: Sequence[Score], label_headers: Sequence[str]) -> tuple[list[str], list[int | None]]:
     """The seed's columns: labels, source/30, full/30, no-conflicts/30, total/90, full-source,
     no-letter, omitted, strict total. A denominator shared by every row goes in the header."""
-    cols = [[s.conditions[c] for s in scores] for c in CONDITIONS] + [[s.total for s in scores]]
+    conds = conditions_of(scores)
+    cols = [[_cell(s, c) for s in scores] for c in conds] + [[s.total for s in scores]]
     dens = [_den(col) for col in cols]
-    names = [*CONDITIONS, "total"]
+    names = [*conds, "total"]
     strict = f"strict total/{dens[-1]}" if dens[-1] is not None else "strict total"
     return [*label_headers, *(f"{n}/{d}" if d is not None else n for n, d in zip(names, dens)),
             "full-source", "no-letter", "omitted", strict], dens
 
 
-def score_row(labels: Sequence[str], s: Score, dens: Sequence[int | None]) -> list[str]:
-    cells = [*(s.conditions[c] for c in CONDITIONS), s.total]
+def score_row(labels: Sequence[str], s: Score, dens: Sequence[int | None], conds: Sequence[str] | None = None) -> list[str]:
+    """One row under score_headers; `conds` are the table's condition columns (default: this score's)."""
+    conds = conditions_of([s]) if conds is None else conds
+    cells = [*(_cell(s, c) for c in conds), s.total]
     return [*labels, *(_frac(c, d) for c, d in zip(cells, dens)), _signed(s.full_minus_source),
             str(s.total.no_letter), str(s.total.omitted),
             str(s.total.strict_correct) if dens[-1] is not None else f"{s.total.strict_correct}/{s.total.n}"]
@@ -88,7 +104,7 @@ def mean_row(labels: Sequence[str], scores: Sequence[Score]) -> list[str]:
     def m(xs: Iterable[float]) -> str:
         return f"{sum(xs) / k:.1f}"
 
-    return [*labels, *(m(s.conditions[c].correct for s in scores) for c in CONDITIONS),
+    return [*labels, *(m(_cell(s, c).correct for s in scores) for c in conditions_of(scores)),
             m(s.total.correct for s in scores), _mean_diff([s.full_minus_source for s in scores]),
             m(s.total.no_letter for s in scores), m(s.total.omitted for s in scores),
             m(s.total.strict_correct for s in scores)]
@@ -108,7 +124,8 @@ def report_lines(rep: RunReport) -> Iterator[str]:
            f"{len(rep.scores)} pass{'es' if len(rep.scores) > 1 else ''}")
     yield ""
     headers, dens = score_headers(rep.scores, ("model", "pass"))
-    body = [score_row((rep.model, str(s.pass_index)), s, dens) for s in rep.scores]
+    conds = conditions_of(rep.scores)
+    body = [score_row((rep.model, str(s.pass_index)), s, dens, conds) for s in rep.scores]
     if len(rep.scores) > 1:
         body.append(mean_row((rep.model, "mean"), rep.scores))
     yield from table_lines(headers, body)
@@ -116,8 +133,8 @@ def report_lines(rep: RunReport) -> Iterator[str]:
     yield "Wilson 95% intervals (fraction correct; omitted items excluded):"
     yield ""
     yield from table_lines(
-        ("pass", *CONDITIONS, "total", "strict total"),
-        [[str(s.pass_index), *(_iv(s.conditions[c].interval) for c in CONDITIONS), _iv(s.total.interval),
+        ("pass", *conds, "total", "strict total"),
+        [[str(s.pass_index), *(_iv(_cell(s, c).interval) for c in conds), _iv(s.total.interval),
           _iv(s.total.strict_interval)] for s in rep.scores],
     )
     yield ""
@@ -128,13 +145,14 @@ def report_lines(rep: RunReport) -> Iterator[str]:
         [[str(s.pass_index), str(s.paired.pairs), str(s.paired.b), str(s.paired.c), f"{s.paired.p:.4g}"]
          for s in rep.scores],
     )
+    yield from group_lines(rep.groups, rep.family_set)
     for s in rep.scores:
         yield ""
         yield f"Per family, pass {s.pass_index} (correct out of the items scored):"
         yield ""
         yield from table_lines(
-            ("family", *CONDITIONS, "total", "95% interval", "no-letter", "omitted"),
-            [[fragile_label(f.family, f.key_fragile), *(f"{f.conditions[c].correct}/{f.conditions[c].n}" for c in CONDITIONS),
+            ("family", *conds, "total", "95% interval", "no-letter", "omitted"),
+            [[fragile_label(f.family, f.key_fragile), *(f"{_fc(f, c).correct}/{_fc(f, c).n}" for c in conds),
               f"{f.total.correct}/{f.total.n}", _iv(f.total.interval), str(f.total.no_letter), str(f.total.omitted)]
              for f in s.families],
         )
@@ -143,6 +161,10 @@ def report_lines(rep: RunReport) -> Iterator[str]:
         yield ""
         yield "Notes from the item builder:"
         yield from (f"- {n}" for n in rep.notes)
+
+
+def _fc(f, c: str) -> Cell:
+    return f.conditions.get(c) or Cell(0, 0, 0, 0, 0)
 
 
 def fragile_label(family: str, fragile: bool) -> str:
@@ -179,9 +201,10 @@ def no_items_lines(model: str, key: str, notes: Sequence[str], built: int) -> It
 
 def report_json(rep: RunReport) -> dict:
     head = {"warning": unmeasured_banner(rep.key_gpu)} if not rep.key_measured else {}
+    groups = {"groups": [group_json(g) for g in rep.groups]} if rep.groups else {}
     return {**head, "schema": SCHEMA, "model": rep.model, "set": rep.family_set, "key": rep.key_gpu,
             "key_measured": rep.key_measured, "mode": rep.mode, "notes": list(rep.notes),
-            "passes": [score_json(s) for s in rep.scores]}
+            "passes": [score_json(s) for s in rep.scores], **groups}
 
 
 def reports_lines(reps: Sequence[RunReport]) -> Iterator[str]:

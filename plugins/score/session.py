@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from plugins.family.manifest import DEFAULT_SET, selected_sets
 from plugins.items.build import Item, build_items, read_jsonl
-from plugins.items.options import CONDITIONS, DEFAULT_KEY, LETTERS, ORDERS  # DEFAULT_KEY: --key overrides
+from plugins.items.options import DEFAULT_KEY, LETTERS, ORDERS, conditions_of  # DEFAULT_KEY: --key overrides
 from plugins.score.modelapi import Completion, FatalModelError, GenerateConfig, Message, ModelAPI, OmittedError
 from plugins.score.tally import Record, outcome_of, score_by_set
 from plugins.score.transcripts import (
@@ -251,9 +251,9 @@ def check_items(items: Sequence[Item], where: str, opts: Options) -> None:
         if it.id in seen:
             raise ScoringConfigError(f"{at}: the id appears twice; fix: give every item a unique id")
         seen.add(it.id)
-        if it.condition not in CONDITIONS or it.order not in ORDERS:
-            raise ScoringConfigError(f"{at}: condition/order {it.condition!r}/{it.order!r}; "
-                                     f"fix: use {CONDITIONS} and {ORDERS}")
+        if it.condition not in conditions_of(it.set) or it.order not in ORDERS:
+            raise ScoringConfigError(f"{at}: condition/order {it.condition!r}/{it.order!r} in set {it.set!r}; "
+                                     f"fix: use {conditions_of(it.set)} and {ORDERS}")
         if it.answer not in LETTERS:
             raise ScoringConfigError(f"{at}: field 'answer' is {it.answer!r}; fix: one of {', '.join(LETTERS)}")
         if hashlib.sha256(it.prompt.encode()).hexdigest() != it.prompt_sha256:
@@ -364,7 +364,8 @@ def _score_fields(item: Item, turns: list[dict], two_step: bool, omitted_reason:
     toks = [(t["prompt_tokens"], t["completion_tokens"]) for t in turns]
     tokens = None if not toks or any(p is None or c is None for p, c in toks) else sum(p + c for p, c in toks)
     return {
-        "item": item.id, "task": item.task, "family": item.family, "set": item.set, "condition": item.condition,
+        "item": item.id, "task": item.task, "family": item.family, "set": item.set, "group": item.group,
+        "pair": item.pair, "condition": item.condition,
         "order": item.order, "prompt_sha256": item.prompt_sha256, "key": asdict(item.key),
         "expected": item.answer,
         "first_choice": turns[0]["letter"] if two_step and turns else None,
@@ -482,7 +483,8 @@ def properties(case: Case, info: ModelInfo, result: CaseResult, rootdir: Path, t
         shown = result.transcript
     props: list[tuple[str, object]] = [
         ("model", info.name), ("model_id", info.model_id), ("item", case.item.id),
-        ("family", case.item.family), ("set", case.item.set), ("condition", case.item.condition), ("order", case.item.order),
+        ("family", case.item.family), ("set", case.item.set), ("group", case.item.group), ("pair", case.item.pair),
+        ("condition", case.item.condition), ("order", case.item.order),
         ("pass", case.pass_index), ("key", case.item.key.gpu),
         ("key_measured", "true" if case.item.key.measured else "false"),
         ("key_fragile", "true" if case.item.key.fragile else "false"),
@@ -512,6 +514,7 @@ class ScoringSession:
         self.notes: list[str] = []
         self._model: ModelAPI | None = None
         self._seen: dict[str, None] = {}  # transcripts reported this run (controller side), in order
+        self._reports: list[Any] | None = None  # the end-of-run reports, computed once (finish, junit)
 
     def prepare(self) -> None:
         """Check options and inputs up front, so a bad run fails before any call."""
@@ -588,20 +591,40 @@ class ScoringSession:
             out.append(record_of(data, path))
         return out
 
+    def reports(self) -> list[Any]:
+        """Controller side: one RunReport per family set from the transcripts on disk (read once);
+        a set with data groups carries their tally (plugins.score.groups), the combined table none."""
+        if self._reports is None:
+            from plugins.score.groups import score_groups_by_pass
+            from plugins.score.report import RunReport
+
+            records = self.records()
+            self._reports = [
+                RunReport(model=self.opts.name, key_gpu=", ".join(sorted({r.key for r in records})), mode=self.opts.mode,
+                          scores=scores, notes=tuple(self.notes), family_set=family_set,
+                          groups=() if family_set == "all" else
+                          score_groups_by_pass(r for r in records if r.family_set == family_set))
+                for family_set, scores in score_by_set(records, combine=self.opts.combine_sets).items()
+            ]
+        return self._reports
+
+    def suite_properties(self) -> list[tuple[str, str]]:
+        """The data-group headline of every set, as junit `<testsuite>` properties (controller side)."""
+        if self.worker or not self.opts.enabled:
+            return []
+        from plugins.score.groups import suite_properties
+
+        return [p for rep in self.reports() for p in suite_properties(rep.groups, rep.family_set)]
+
     def finish(self) -> list[str]:
         """Controller side: the table from disk, written to score.md/score.json; lines for the terminal."""
         if self.worker or not self.opts.enabled:
             return []
-        from plugins.score.report import RunReport, no_items_lines, reports_lines, write_report
+        from plugins.score.report import no_items_lines, reports_lines, write_report
 
-        records = self.records()
-        if not records:
+        reps = self.reports()
+        if not reps:
             return list(no_items_lines(self.opts.name, self.opts.key_gpu, self.notes, built=len(self.cases)))
-        reps = [
-            RunReport(model=self.opts.name, key_gpu=", ".join(sorted({r.key for r in records})), mode=self.opts.mode,
-                      scores=scores, notes=tuple(self.notes), family_set=family_set)
-            for family_set, scores in score_by_set(records, combine=self.opts.combine_sets).items()
-        ]
         md, js = write_report(reps, self.opts.resolved_run_dir)
         return [*reports_lines(reps), f"written: {md} and {js}"]
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterable, Mapping
 
-from plugins.items.options import CONDITIONS
+from plugins.items.options import ALL_CONDITIONS, CONDITIONS, conditions_for  # CONDITIONS: re-exported for the tables
 OUTCOMES = ("correct", "wrong", "no-letter", "omitted")
 # Two-sided 95%: the normal quantile at 0.975.
 Z95 = 1.959963984540054
@@ -33,13 +33,14 @@ class Record:
     key_measured: bool = True
     key: str = ""  # whose measurements are the answer key (GPU slug)
     key_fragile: bool = False  # the family's key is kept but its ratio interval reaches below 1.08
-    family_set: str = "classic"  # the family set the item belongs to (classic, hard)
+    family_set: str = "classic"  # the family set the item belongs to (classic, hard, diagnose)
+    group: str = ""  # a data group's id, its members joined by '+' (plugins.score.groups scores the group)
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
             raise ValueError(f"record {self.item}: outcome {self.outcome!r} is not one of {OUTCOMES}")
-        if self.condition not in CONDITIONS:
-            raise ValueError(f"record {self.item}: condition {self.condition!r} is not one of {CONDITIONS}")
+        if self.condition not in ALL_CONDITIONS:
+            raise ValueError(f"record {self.item}: condition {self.condition!r} is not one of {ALL_CONDITIONS}")
 
 
 def outcome_of(expected: str, chosen: str | None) -> str:
@@ -220,12 +221,13 @@ def score_pass(records: Iterable[Record]) -> Score:
         if r.item in seen:
             raise ValueError(f"score_pass: item {r.item} appears twice in pass {r.pass_index}")
         seen.add(r.item)
-    conds = {c: cell(r for r in rs if r.condition == c) for c in CONDITIONS}
+    columns = conditions_for(sets_of(rs))  # the classic and hard sets: CONDITIONS; diagnose: no-cue third
+    conds = {c: cell(r for r in rs if r.condition == c) for c in columns}
     families = []
     for fam in sorted({r.family for r in rs}):
         fr = [r for r in rs if r.family == fam]
         families.append(
-            FamilyScore(fam, {c: cell(r for r in fr if r.condition == c) for c in CONDITIONS}, cell(fr),
+            FamilyScore(fam, {c: cell(r for r in fr if r.condition == c) for c in columns}, cell(fr),
                         key_fragile=any(r.key_fragile for r in fr))
         )
     return Score(

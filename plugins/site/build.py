@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from plugins.atomicio import write_text_atomic
-from plugins.items.options import CONDITIONS, ORDERS
+from plugins.items.options import CONDITIONS, ORDERS, conditions_of
 from plugins.site import charts, pages
 from plugins.site.catalog import FamilyView, ItemIndex, load_families
 from plugins.site.runs import Run, RunFolderError, expand, read_runs
@@ -34,7 +34,7 @@ def _env():
 
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.globals.update(CONDITIONS=CONDITIONS, ORDERS=ORDERS, colours={
+    env.globals.update(CONDITIONS=CONDITIONS, ORDERS=ORDERS, cond_cell=pages.cond_cell, colours={
         "ink": charts.INK, "grey": charts.GREY, "pale": charts.PALE, "green": charts.GREEN, "blue": charts.BLUE,
         "light_blue": charts.LIGHT_BLUE}, fmt_ms=charts.fmt_ms, OUTCOME_WORDS=pages.OUTCOME_WORDS)
     env.filters.update(
@@ -61,6 +61,7 @@ class Site:
 
     def __post_init__(self) -> None:
         self.env = _env()
+        self.env.globals["CONDITIONS"] = pages.site_conditions(self.runs)  # no-cue too once a diagnose run is read
         self.written: list[str] = []
         self.sets = {f.name: f.set for f in self.families}
 
@@ -76,20 +77,22 @@ class Site:
 
     def leaderboard(self) -> None:
         rows = pages.board_rows(self.runs)
-        dens = {c: {r.conditions[c].n for r in rows} for c in CONDITIONS}
+        dens = {c: {r.conditions[c].n for r in rows} for c in pages.site_conditions(self.runs)}
         total_dens = {r.total.n for r in rows}
         self.page("leaderboard.html.j2", "index.html", self.runs, "SparkTrace leaderboard", rows=rows,
                   dens={c: _shared(d) for c, d in dens.items()}, total_den=_shared(total_dens),
-                  chart=pages.scores_svg(self.runs), run_path=pages.run_path, row_label=pages.row_label)
+                  chart=pages.scores_svg(self.runs), run_path=pages.run_path, row_label=pages.row_label,
+                  groups=pages.group_views(self.runs), ablated=pages.ablated_label(self.runs))
 
     def heatmap(self) -> None:
         root = pages.relpath_root("heatmap.html")
         cols = pages.family_columns(self.runs, self.families)
-        cells = {(r.name, f): pages.heat_cells(r, f, root) for r in self.runs for f, _ in cols}
+        shown = pages.views(self.runs)
+        cells = {(r.name, f): pages.heat_cells(r, f, root, shown) for r in self.runs for f, _ in cols}
         diffs = {(r.name, f): pages.diff_cell(r, f) for r in self.runs for f, _ in cols}
         models = [r for r in self.runs if not r.baseline]
         self.page("heatmap.html.j2", "heatmap.html", self.runs, "SparkTrace per-family heatmap", columns=cols,
-                  cells=cells, diffs=diffs, views=pages.VIEWS, chart=pages.misses_svg(models or self.runs, cols),
+                  cells=cells, diffs=diffs, views=shown, chart=pages.misses_svg(models or self.runs, cols),
                   misses_of=[r.model for r in (models or self.runs)],
                   run_path=pages.run_path, family_path=pages.family_path, row_label=pages.row_label)
 
@@ -97,12 +100,13 @@ class Site:
         views = pages.effects(self.runs)
         self.page("slip_effect.html.j2", "slip-effect.html", self.runs, "SparkTrace slip effect", effects=views,
                   chart=pages.effect_svg(views) if any(v.full_vs_source.pairs or v.nc_vs_full.pairs for v in views) else "",
-                  run_path=pages.run_path, row_label=pages.row_label)
+                  run_path=pages.run_path, row_label=pages.row_label, ablated=pages.ablated_label(self.runs))
 
     def run_page(self, run: Run) -> None:
         path = pages.run_path(run)
         root = pages.relpath_root(path)
         self.page("run.html.j2", path, [run], f"{run.model}: SparkTrace run {run.name}", run=run,
+                  CONDITIONS=pages.site_conditions([run]), ablated=pages.ablated_label([run]), groups=pages.group_views([run]),
                   lines={k: pages.family_lines(run, k, self.sets, root) for k in run.passes},
                   effects=[e for e in pages.effects([run])], disagreements=pages.disagreements(run),
                   no_letter=[t for t in pages.ordered_traces(run) if t.record.outcome == "no-letter"],
@@ -129,6 +133,7 @@ class Site:
             using = [r for r in self.runs if any(t.record.family == fv.name for t in r.traces)]
             gpus = sorted({k.gpu for k in fv.keys} | {s.gpu for s in fv.slips}) or ["h200"]
             self.page("family.html.j2", path, using, f"{fv.name}: SparkTrace family", fv=fv,
+                      CONDITIONS=conditions_of(fv.set) if fv.family else CONDITIONS,
                       panels=pages.key_panels(fv), results=pages.results_for_family(using, fv.name, root),
                       launch_gpu=gpus[0], launch_text=pages.launch_text, run_path=pages.run_path)
 

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 from plugins.family.manifest import Family, discover
 from plugins.items.build import Item, build_items, read_jsonl
 from plugins.items.prompt import END_IF, IF_SLIP, TEMPLATE_PATH
-from plugins.items.slip import load_slip, render_slip, slip_lines
+from plugins.items.slip import ABLATION, cue_ablation, load_slip, render_slip, slip_lines
 from plugins.measure.keyfile import FamilyKey, KeyFileError, load_key
 
 
@@ -35,7 +35,7 @@ def fragile_of(fk: FamilyKey | Mapping | None) -> bool | None:
 
 @dataclass(frozen=True)
 class SlipView:
-    """A captured slip: each line of the full slip, and whether no-conflicts deletes it."""
+    """A captured slip: each line of the full slip, and whether its set's ablated condition deletes it."""
 
     gpu: str
     path: Path
@@ -88,7 +88,7 @@ def _keys(fam_dir: Path) -> tuple[KeyView, ...]:
     return tuple(out)
 
 
-def _slips(slips_root: Path, name: str) -> tuple[SlipView, ...]:
+def _slips(slips_root: Path, name: str, fam: Family | None = None) -> tuple[SlipView, ...]:
     if not slips_root.is_dir():
         return ()
     out = []
@@ -99,8 +99,10 @@ def _slips(slips_root: Path, name: str) -> tuple[SlipView, ...]:
         try:
             report = load_slip(slips_root, gdir.name, name)
             assert report is not None
-            render_slip(report, ablated=True)  # the checks the prompts get
-            out.append(SlipView(gdir.name, path, tuple((ln.text, ln.ablated()) for ln in slip_lines(report))))
+            cues = fam.slip if fam is not None else None  # a data group member ablates its declared cue rows
+            render_slip(report, ablated=True, cues=cues)  # the checks the prompts get
+            ablation = cue_ablation(cues) if cues is not None else ABLATION
+            out.append(SlipView(gdir.name, path, tuple((ln.text, ln.ablated(ablation)) for ln in slip_lines(report))))
         except (ValueError, OSError) as exc:
             out.append(SlipView(gdir.name, path, error=str(exc)))
     return tuple(out)
@@ -111,7 +113,7 @@ def load_families(families_root: Path, slips_root: Path) -> tuple[FamilyView, ..
     out = []
     for d in discover(families_root, None):
         out.append(FamilyView(d.name, d.path, d.family, str(d.error) if d.error else "", _keys(d.path),
-                              _slips(slips_root, d.name)))
+                              _slips(slips_root, d.name, d.family)))
     return tuple(out)
 
 

@@ -22,8 +22,8 @@ GREY = "#8c8c8c"  # prior work, lighter: baselines, no letter, other options
 PALE = "#d9d9d9"
 GREEN = "#2e8540"  # a correct answer, the measured winner
 BLUE = "#1f5fbf"  # the slip (full)
-LIGHT_BLUE = "#7fa7e0"  # the slip without its bank-conflict rows (no-conflicts)
-CONDITION_COLOURS = {"source": INK, "full": BLUE, "no-conflicts": LIGHT_BLUE, "total": GREEN}
+LIGHT_BLUE = "#7fa7e0"  # the slip without its bank-conflict rows (no-conflicts) or its cue rows (no-cue)
+CONDITION_COLOURS = {"source": INK, "full": BLUE, "no-conflicts": LIGHT_BLUE, "no-cue": LIGHT_BLUE, "total": GREEN}
 CHANCE = 0.25  # one pick in four
 
 _ID = re.compile(r'\bid="([^"]+)"')
@@ -87,7 +87,7 @@ def _style(ax) -> None:
 class ScoreRow:
     label: str
     baseline: bool
-    cells: dict[str, Cell]  # source, full, no-conflicts, total
+    cells: dict[str, Cell]  # source, full, the set's ablated condition (no-conflicts, no-cue), total
 
 
 def scores_chart(rows: Sequence[ScoreRow], prefix: str = "scores") -> str:
@@ -95,8 +95,8 @@ def scores_chart(rows: Sequence[ScoreRow], prefix: str = "scores") -> str:
     fig, height = _rows_figure(len(rows), 0.62, left=0.22)
     ax = fig.add_subplot()
     _style(ax)
-    names = ("source", "full", "no-conflicts", "total")
-    offsets = {n: (1.5 - i) * 0.17 for i, n in enumerate(names)}
+    names = tuple(dict.fromkeys(n for r in rows for n in r.cells if n != "total")) + ("total",)
+    offsets = {n: ((len(names) - 1) / 2 - i) * (0.68 / len(names)) for i, n in enumerate(names)}
     drawn: set[str] = set()
     for y, row in enumerate(reversed(rows)):
         for name in names:
@@ -117,7 +117,7 @@ def scores_chart(rows: Sequence[ScoreRow], prefix: str = "scores") -> str:
     ax.set_xlim(0, 1)
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.set_xlabel("fraction correct (95% Wilson interval; omitted items excluded)", fontsize=9, color=INK)
-    _legend(fig, ax, 4, height)
+    _legend(fig, ax, len(names), height)
     return _svg(fig, prefix)
 
 
@@ -133,13 +133,13 @@ def _p(p: Paired) -> str:
     return f"{p.c - p.b:+d} of {p.pairs} pairs, p = {p.p:.3g}" if p.pairs else "no pairs"
 
 
-def slip_effect_chart(rows: Sequence[EffectRow], prefix: str = "effect") -> str:
+def slip_effect_chart(rows: Sequence[EffectRow], prefix: str = "effect", ablated: str = "no-conflicts") -> str:
     """Per model: full minus source and no-conflicts minus full, paired by family and order,
     as fractions of the pairs with Newcombe 95% intervals; the exact McNemar p beside each."""
     fig, height = _rows_figure(len(rows), 0.75, left=0.2, right=0.72)
     ax = fig.add_subplot()
     _style(ax)
-    series = (("full − source", "full_vs_source", BLUE, 0.16), ("no-conflicts − full", "nc_vs_full", LIGHT_BLUE, -0.16))
+    series = (("full − source", "full_vs_source", BLUE, 0.16), (f"{ablated} − full", "nc_vs_full", LIGHT_BLUE, -0.16))
     drawn: set[str] = set()
     for y, row in enumerate(reversed(rows)):
         for name, attr, colour, off in series:

@@ -12,16 +12,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from plugins.items.options import CONDITIONS, ORDERS
+from plugins.items.options import ALL_CONDITIONS, ORDERS, ablated_condition, conditions_for
 from plugins.items.prompt import gpu_for, launch_plan_text
 from plugins.score.extract import strict_letter
 from plugins.score.report import unmeasured_banner
-from plugins.score.tally import Cell, Paired, Record, cell, paired_conditions
+from plugins.score.groups import GroupScore
+from plugins.score.tally import Cell, Paired, Record, cell, mcnemar_exact, paired_conditions
 from plugins.site import charts
 from plugins.site.catalog import FamilyView, ItemIndex, fragile_of, gpu_name, record_get, split_prompt
 from plugins.site.runs import Run, Trace
 
-VIEWS = ("all", *CONDITIONS)
+EMPTY = Cell(0, 0, 0, 0, 0)
+
+
+def site_conditions(runs: Sequence[Run]) -> tuple[str, ...]:
+    """The condition columns of these runs: source, full, then each set's ablated condition
+    (no-conflicts for classic and hard, no-cue for diagnose), the seed's three when no run has items."""
+    return conditions_for(sorted({t.record.family_set for r in runs for t in r.traces}))
+
+
+def views(runs: Sequence[Run]) -> tuple[str, ...]:
+    return ("all", *site_conditions(runs))
+
+
+def cond_cell(score: Any, condition: str) -> Cell:
+    """A score's cell of `condition`, empty where its set has no such condition."""
+    return score.conditions.get(condition) or EMPTY
 OUTCOME_WORDS = {"correct": "correct", "wrong": "wrong letter", "no-letter": "no letter", "omitted": "omitted"}
 
 
@@ -140,9 +156,10 @@ class BoardRow:
 
 def board_rows(runs: Sequence[Run]) -> list[BoardRow]:
     rows = []
+    conds = site_conditions(runs)
     for r in runs:
         for s in r.scores:
-            rows.append(BoardRow(r, s.pass_index, {c: cell_view(s.conditions[c]) for c in CONDITIONS},
+            rows.append(BoardRow(r, s.pass_index, {c: cell_view(cond_cell(s, c)) for c in conds},
                                  cell_view(s.total), cell_view(s.total, strict=True), s.full_minus_source,
                                  s.total.no_letter, s.total.omitted))
     return rows
@@ -157,7 +174,7 @@ def row_label(run: Run, pass_index: int | None = None) -> str:
 
 def scores_svg(runs: Sequence[Run]) -> str:
     rows = [charts.ScoreRow(row_label(r, s.pass_index), r.baseline,
-                            {**{c: s.conditions[c] for c in CONDITIONS}, "total": s.total})
+                            {**dict(s.conditions), "total": s.total})
             for r in runs for s in r.scores]
     return charts.scores_chart(rows) if rows else ""
 
@@ -218,7 +235,7 @@ def family_columns(runs: Sequence[Run], families: Sequence[FamilyView]) -> list[
 
 
 def _sort_key(rec: Record) -> tuple:
-    return (rec.pass_index, CONDITIONS.index(rec.condition), ORDERS.index(rec.order))
+    return (rec.pass_index, ALL_CONDITIONS.index(rec.condition), ORDERS.index(rec.order))
 
 
 def mark(run: Run, t: Trace, root: str = "") -> Mark:
@@ -228,10 +245,10 @@ def mark(run: Run, t: Trace, root: str = "") -> Mark:
                 f"{r.item} (pass {r.pass_index}): {OUTCOME_WORDS[r.outcome]}, chose {got}, key {r.expected}", got)
 
 
-def heat_cells(run: Run, family: str, root: str = "") -> dict[str, HeatCell]:
+def heat_cells(run: Run, family: str, root: str = "", shown: Sequence[str] | None = None) -> dict[str, HeatCell]:
     traces = sorted((t for t in run.traces if t.record.family == family), key=lambda t: _sort_key(t.record))
     out = {}
-    for view in VIEWS:
+    for view in shown or views([run]):
         ts = [t for t in traces if view == "all" or t.record.condition == view]
         c = cell(t.record for t in ts)
         out[view] = HeatCell(run.name, family, view, c.correct, c.n, c.no_letter, c.omitted,
@@ -264,7 +281,17 @@ class EffectView:
     run: Run
     pass_index: int
     full_vs_source: Paired
-    nc_vs_full: Paired
+    nc_vs_full: Paired  # full first, the set's ablated condition second (no-conflicts, or no-cue for diagnose)
+
+
+def paired_full_vs_ablated(records: Sequence[Record]) -> Paired:
+    """Full paired with each set's own ablated condition by family and order, summed over the sets
+    (one set: exactly paired_conditions(records, "full", its ablated condition))."""
+    parts = [paired_conditions([r for r in records if r.family_set == s], "full", ablated_condition(s))
+             for s in sorted({r.family_set for r in records})] or [paired_conditions(records, "full", "no-conflicts")]
+    b, c = sum(p.b for p in parts), sum(p.c for p in parts)
+    return Paired(pairs=sum(p.pairs for p in parts), b=b, c=c, p=mcnemar_exact(b, c),
+                  both=sum(p.both for p in parts), neither=sum(p.neither for p in parts))
 
 
 def effects(runs: Sequence[Run]) -> list[EffectView]:
@@ -272,15 +299,31 @@ def effects(runs: Sequence[Run]) -> list[EffectView]:
     for r in runs:
         for k in r.passes:
             recs = [t.record for t in r.traces if t.record.pass_index == k]
-            out.append(EffectView(r, k, paired_conditions(recs, "source", "full"),
-                                  paired_conditions(recs, "full", "no-conflicts")))
+            out.append(EffectView(r, k, paired_conditions(recs, "source", "full"), paired_full_vs_ablated(recs)))
     return out
+
+
+def ablated_label(runs: Sequence[Run]) -> str:
+    """What the ablated comparison is called on a page: its condition, or both of them."""
+    thirds = site_conditions(runs)[2:]
+    return " / ".join(thirds)
+
+
+@dataclass(frozen=True)
+class GroupView:
+    run: Run
+    score: GroupScore
+
+
+def group_views(runs: Sequence[Run]) -> list[GroupView]:
+    """The data-group tally of every run and pass (runs without data groups give none)."""
+    return [GroupView(r, g) for r in runs for g in r.groups]
 
 
 def effect_svg(views: Sequence[EffectView]) -> str:
     rows = [charts.EffectRow(row_label(v.run, v.pass_index), v.run.baseline, v.full_vs_source, v.nc_vs_full)
             for v in views]
-    return charts.slip_effect_chart(rows) if rows else ""
+    return charts.slip_effect_chart(rows, ablated=ablated_label([v.run for v in views])) if rows else ""
 
 
 # -- item pages ----------------------------------------------------------------
@@ -464,7 +507,7 @@ def _known_gpu(key: str) -> str:
 
 
 def ordered_traces(run: Run) -> list[Trace]:
-    return sorted(run.traces, key=lambda t: (t.record.pass_index, t.record.family, CONDITIONS.index(t.record.condition),
+    return sorted(run.traces, key=lambda t: (t.record.pass_index, t.record.family, ALL_CONDITIONS.index(t.record.condition),
                                              ORDERS.index(t.record.order)))
 
 

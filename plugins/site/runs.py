@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from plugins.score.groups import GroupScore, score_groups_by_pass
 from plugins.score.leaderboard import LeaderboardError, collect, read_junit
 from plugins.score.tally import Record, Score, score_by_pass
 from plugins.score.transcripts import TranscriptError, read_transcript, record_of, slug, transcript_path
@@ -68,6 +69,11 @@ class Run:
     def synthetic(self) -> bool:
         """A run on a test fixture's key: its key file says SYNTHETIC."""
         return any("SYNTHETIC" in str(t.key_info.get("file", "")) for t in self.traces)
+
+    @property
+    def groups(self) -> tuple[GroupScore, ...]:
+        """The data-group tally per pass (the diagnose set), from the same records as `scores`."""
+        return score_groups_by_pass(t.record for t in self.traces)
 
     @property
     def baseline(self) -> bool:

@@ -183,7 +183,8 @@ def test_jsonl_round_trip(repo, tmp_path):
     assert read_jsonl(out) == items
     rec = json.loads(out.read_text().splitlines()[0])
     assert set(rec) == {"id", "task", "family", "condition", "order", "prompt", "prompt_sha256", "options",
-                        "answer", "runtimes_ms", "key", "set"}
+                        "answer", "runtimes_ms", "key", "set", "group", "pair"}
+    assert (rec["set"], rec["group"], rec["pair"]) == ("classic", "", "")
     assert rec["key"]["measured"] is True
     assert list(tmp_path.joinpath("out").iterdir()) == [out], "no temp file left behind"
 
@@ -242,3 +243,13 @@ def test_task_names_keep_the_seed_pattern_and_add_the_set(repo):
     items, _ = build_items(repo / "families", "h200", sets=("hard",))
     assert {it.set for it in items} == {"hard"}
     assert {it.task for it in items} == {task_name(c, o, "hard") for c in CONDITIONS for o in ORDERS}
+
+
+def test_items_name_their_shape_pair(repo):
+    """A shape pair's items carry the pair id (both names sorted), in the JSONL too; an old JSONL reads without it."""
+    toml = repo / "families" / "synth_scale" / "family.toml"
+    toml.write_text(toml.read_text().replace('name = "synth_scale"', 'name = "synth_scale"\nset = "hard"\npair = "synth_other"'))
+    items, _ = build_items(repo / "families", "h200", sets=("hard",))
+    assert {it.pair for it in items} == {"synth_other+synth_scale"} and {it.group for it in items} == {""}
+    old = {k: v for k, v in items[0].to_json().items() if k not in ("group", "pair")}
+    assert Item.from_json(old).pair == ""

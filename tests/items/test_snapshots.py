@@ -1,4 +1,4 @@
-"""Snapshots of every captured slip (full and no-conflicts) and every prompt
+"""Snapshots of every captured slip (full and its set's ablated condition) and every prompt
 that can be rendered on the key, one readable .txt file each under
 tests/items/__snapshots__/test_snapshots/. A changed slip or prompt fails here as a
 diff; `pytest --snapshot-update` accepts it after review."""
@@ -24,7 +24,7 @@ def test_slip_snapshot(slip_case, text_snapshot, pytestconfig):
         pytest.skip(slip_case.skip)
     report = load_slip(Path(pytestconfig.rootpath, "slips"), slip_case.gpu, slip_case.family)
     assert report is not None, slip_case.csv
-    assert render_slip(report, ablated=slip_case.variant == "no-conflicts") == text_snapshot
+    assert render_slip(report, ablated=slip_case.ablated, cues=slip_case.cues) == text_snapshot
 
 
 def test_prompts_render(snapshot_cases):

@@ -115,17 +115,21 @@ def test_csv_summary_reads_the_documented_layout():
 class FakeNcu:
     """A FAKE ncu (test fixture): answers subprocess calls the way ncu's CLI would, writes a stub report."""
 
-    def __init__(self, profile_rc=0, timeout=False):
+    def __init__(self, profile_rc=0, timeout=False, query: str | None = None):
         self.calls = []
         self.profile_rc = profile_rc
         self.timeout = timeout
+        self.query = query  # what --query-metrics prints (None: it fails, as on a GPU ncu cannot open)
+        self.export = (FIXTURES / "ncu_details_fixture.csv").read_text()
 
     def __call__(self, cmd, **kw):
         self.calls.append(cmd)
         if cmd[1] == "--version":
             return subprocess.CompletedProcess(cmd, 0, NCU_VERSION_SAMPLES[0][0], "")
         if cmd[1] == "--import":
-            return subprocess.CompletedProcess(cmd, 0, (FIXTURES / "ncu_details_fixture.csv").read_text(), "")
+            return subprocess.CompletedProcess(cmd, 0, self.export, "")
+        if cmd[1] == "--query-metrics":
+            return subprocess.CompletedProcess(cmd, 0 if self.query is not None else 1, self.query or "", "")
         if self.timeout:
             raise subprocess.TimeoutExpired(cmd, kw["timeout"], output=b"==PROF== partial", stderr=b"")
         out = Path(cmd[cmd.index("-o") + 1])
@@ -220,3 +224,138 @@ def test_capture_retries_with_the_required_metrics_when_ncu_rejects_one(tmp_path
     rec = json.loads((tmp_path / "slips" / "g" / "fam.json").read_text())
     assert rec["metrics"] == list(REQUIRED_METRICS) and "Failed to find metric" in rec["first_profile"]["log_tail"]
     assert rec["profile_command"][rec["profile_command"].index("--metrics") + 1] == ",".join(REQUIRED_METRICS)
+
+
+# -- a data group's slip: its own extra metrics, refusals dropped one by one, its cue rows checked ---------
+
+
+GOOD, BAD1, BAD2 = "sm__cycles_active.max", "sm__no_such_counter_one.sum", "sm__no_such_counter_two.sum"
+
+
+def _export(names: list[str]) -> str:
+    """A layout FIXTURE export (not an ncu run): Duration, then one raw-counter row per name."""
+    from plugins.measure.ncu import FIXTURE_MARKER
+
+    head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+            '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
+    pre = f'"0","1","{FIXTURE_MARKER}","fixture-host","k0","1","7","(256, 1, 1)","(8, 1, 1)","0","9.0"'
+    rows = [f'{pre},"GPU Speed Of Light Throughput","Duration","us","1.00"']
+    rows += [f'{pre},"Command line profiler metrics","{n}","","1"' for n in names]
+    return "\n".join(["==PROF== fixture", head, *rows]) + "\n"
+
+
+class RefusingNcu(FakeNcu):
+    """A FAKE ncu (test fixture) that refuses every list holding one of `refuse`, naming the first it meets
+    (or, with named=False, naming none), and exports a row for each metric it profiled."""
+
+    def __init__(self, refuse=(BAD1, BAD2), named=True, **kw):
+        super().__init__(**kw)
+        self.refuse, self.named, self.profiled = refuse, named, []
+
+    def __call__(self, cmd, **kw):
+        if "-o" in cmd:
+            asked = cmd[cmd.index("--metrics") + 1].split(",")
+            bad = [m for m in asked if m in self.refuse]
+            if bad:
+                self.calls.append(cmd)
+                what = bad[0] if self.named else "regex:.* (fake)"
+                return subprocess.CompletedProcess(cmd, 1, "", f"==ERROR== Failed to find metric {what}\n")
+            self.profiled = asked
+            self.export = _export(asked)
+        return super().__call__(cmd, **kw)
+
+    def lists(self) -> list[list[str]]:
+        return [c[c.index("--metrics") + 1].split(",") for c in self.calls if "-o" in c]
+
+
+def _slip(tmp_path, fake, family="fam", state=None, **kw):
+    from plugins.measure.capture import ProfilerState
+
+    state = state if state is not None else ProfilerState()
+    res = capture_slip(family, ["k0"], "g", tmp_path, tmp_path, tmp_path, ncu=NcuLocation("/fake/ncu", "t"), run=fake,
+                       state=state, **kw)
+    return res, json.loads((tmp_path / "slips" / "g" / f"{family}.json").read_text()), state
+
+
+def test_extra_metrics_join_only_their_familys_list(tmp_path):
+    fake = RefusingNcu(refuse=())
+    res, rec, state = _slip(tmp_path, fake, extra_metrics=[GOOD], cue_metrics=[r"^sm__cycles_active\.max$"],
+                            data={"generator": "hubs", "hub_rows": 32})
+    assert res.status == "captured", res.reason
+    assert fake.lists()[0] == [*METRICS, GOOD]
+    assert rec["extra_metrics"] == [GOOD] and rec["data"] == {"generator": "hubs", "hub_rows": 32}
+    res, rec, _ = _slip(tmp_path, fake, family="classic_fam", state=state)
+    assert res.status == "captured" and fake.lists()[1] == list(METRICS), "a classic slip asks for the global list only"
+    assert "extra_metrics" not in rec and rec["metrics_dropped"] == []
+
+
+def test_refused_names_are_dropped_one_by_one_and_learnt(tmp_path):
+    fake = RefusingNcu()
+    res, rec, state = _slip(tmp_path, fake, extra_metrics=[GOOD, BAD1, BAD2], cue_metrics=[r"^sm__cycles_active\."])
+    assert res.status == "captured", res.reason
+    assert fake.lists() == [[*METRICS, GOOD, BAD1, BAD2], [*METRICS, GOOD, BAD2], [*METRICS, GOOD]]
+    assert [d["metric"] for d in rec["metrics_dropped"]] == [BAD1, BAD2] and rec["profiles"] == 3
+    assert all("Failed to find metric" in d["reason"] for d in rec["metrics_dropped"])
+    assert rec["metrics"] == [*METRICS, GOOD] and rec["metrics_requested"] == [*METRICS, GOOD, BAD1, BAD2]
+    assert set(state.refused) == {BAD1, BAD2} and not any(c[1] == "--query-metrics" for c in fake.calls)
+    res, rec, _ = _slip(tmp_path, fake, family="next", state=state, extra_metrics=[GOOD, BAD1])
+    assert fake.lists()[-1] == [*METRICS, GOOD], "a later slip never asks for a name refused earlier"
+    assert rec["metrics_dropped"] == [{"metric": BAD1, "reason": f"refused earlier in this session: {state.refused[BAD1]}"}]
+
+
+def test_a_missing_cue_counter_fails_that_slip_not_the_pass(tmp_path):
+    fake = RefusingNcu()
+    res, rec, state = _slip(tmp_path, fake, extra_metrics=[GOOD, BAD1], cue_metrics=[r"^sm__no_such_counter_one\.sum$", "^Duration$"])
+    assert res.status == "failed"
+    assert "lacks the family's declared cue rows ['^sm__no_such_counter_one\\\\.sum$']" in res.reason
+    assert f"ncu refused ['{BAD1}']" in res.reason and "the pass goes on" in res.reason
+    assert rec["cue_rows_missing"] == [r"^sm__no_such_counter_one\.sum$"] and rec["status"] == "failed"
+    assert any(f.endswith("fam.csv") for f in res.files), "the export is kept beside the record, as ncu wrote it"
+    res, _, _ = _slip(tmp_path, fake, family="other", state=state, extra_metrics=[GOOD], cue_metrics=["^Duration$"])
+    assert res.status == "captured", "the next family's slip is taken as usual"
+
+
+def test_a_cue_row_the_sections_did_not_print_fails_the_slip(tmp_path):
+    res, rec, _ = _slip(tmp_path, RefusingNcu(refuse=()), cue_metrics=[r"^Avg\. Active Threads Per Warp$"])
+    assert res.status == "failed" and "lacks the family's declared cue rows" in res.reason
+    assert "raw counters" not in res.reason and rec["cue_rows_missing"] == [r"^Avg\. Active Threads Per Warp$"]
+
+
+def test_an_unnamed_refusal_asks_query_metrics_once(tmp_path):
+    offered = ("Device GH100 (fake listing, not ncu output)\n---\nMetric Name   Metric Description\n"
+               + "".join(f"{m.split('.')[0]}   placeholder description\n" for m in (*METRICS, GOOD)))
+    fake = RefusingNcu(named=False, query=offered)
+    res, rec, state = _slip(tmp_path, fake, extra_metrics=[GOOD, BAD1, BAD2])
+    assert res.status == "captured", res.reason
+    assert fake.lists() == [[*METRICS, GOOD, BAD1, BAD2], [*METRICS, GOOD]]
+    assert [d["metric"] for d in rec["metrics_dropped"]] == [BAD1, BAD2]
+    assert all("not offered by ncu --query-metrics" in d["reason"] for d in rec["metrics_dropped"])
+    _slip(tmp_path, RefusingNcu(named=False, refuse=("sm__other.sum",)), family="f2", state=state,
+          extra_metrics=["sm__other.sum"])
+    assert sum(c[1] == "--query-metrics" for c in fake.calls) == 1 and state.offered is not None
+
+
+def test_an_unnamed_refusal_with_no_listing_keeps_the_required_metrics(tmp_path):
+    fake = RefusingNcu(named=False)
+    res, rec, _ = _slip(tmp_path, fake, extra_metrics=[BAD1])
+    assert res.status == "captured" and rec["metrics"] == list(REQUIRED_METRICS)
+    assert {d["metric"] for d in rec["metrics_dropped"]} == {*METRICS[2:], BAD1}
+    assert "without naming a metric" in rec["metrics_dropped"][0]["reason"]
+
+
+def test_a_refused_required_metric_fails_and_is_not_learnt(tmp_path):
+    fake = RefusingNcu(refuse=(REQUIRED_METRICS[0],))
+    res, rec, state = _slip(tmp_path, fake)
+    assert res.status == "failed" and "required metric(s)" in res.reason and REQUIRED_METRICS[0] in res.reason
+    assert state.refused == {} and len(fake.lists()) == 1
+
+
+def test_a_data_group_member_adds_its_slip_options():
+    from plugins.family.manifest import load_family
+    from plugins.measure.session import slip_options
+
+    fam = load_family(Path(__file__).parents[1] / "fixtures" / "datagroups" / "gather_sorted")
+    assert slip_options(fam) == {"extra_metrics": ("lts__t_sectors_srcunit_tex_op_read.sum",),
+                                 "cue_metrics": ("^L2 Hit Rate$", r"^lts__t_sectors_srcunit_tex_op_read\.sum$"),
+                                 "data": {"generator": "sorted"}}
+    assert slip_options(load_family(Path(__file__).parents[1] / "fixtures" / "items" / "synth_scale")) == {}

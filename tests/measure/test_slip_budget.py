@@ -196,7 +196,7 @@ class FakeNcu:
             return subprocess.CompletedProcess(cmd, 1, "==PROF== Connected to process 1\n",
                                                "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
                                                "NVIDIA GPU Performance Counters on the target device 0. (fake)\n")
-        if self.mode == "picky" and cmd[cmd.index("--metrics") + 1] != ",".join(REQUIRED_METRICS):
+        if self.mode == "picky" and "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum" in cmd[cmd.index("--metrics") + 1]:
             return subprocess.CompletedProcess(cmd, 1, "", "==ERROR== Failed to find metric l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum (fake)\n")
         out = Path(cmd[cmd.index("-o") + 1])
         out.parent.joinpath(out.name + ".ncu-rep").write_bytes(b"stub report written by a test fake")
@@ -256,12 +256,17 @@ def test_a_rejected_optional_metric_is_learnt_once(tmp_path):
         s.measure(f)
     out = [s.slip_slot(i, fams) for i in range(3)]
     assert all(o.slip["status"] == "captured" for o in out), [o.slip for o in out]
+    atom = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum"
+    rest = [m for m in METRICS if m != atom]
     metric_lists = [c[c.index("--metrics") + 1] for c in fake.profiles()]
-    assert metric_lists == [",".join(METRICS)] + [",".join(REQUIRED_METRICS)] * 3, \
-        "the first slip is refused once and retried; every later one asks for the required list at once"
-    assert state.metrics == tuple(REQUIRED_METRICS) and "Failed to find metric" in state.metric_rejected
+    assert metric_lists == [",".join(METRICS)] + [",".join(rest)] * 3, \
+        "the first slip is refused once and retried without the one refused name; every later one leaves it out at once"
+    assert list(state.refused) == [atom] and "Failed to find metric" in state.refused[atom]
+    first = json.loads((tmp_path / "slips" / "fake-test-gpu" / "fam_00.json").read_text())
+    assert first["metrics"] == rest and [d["metric"] for d in first["metrics_dropped"]] == [atom] and first["profiles"] == 2
     later = json.loads((tmp_path / "slips" / "fake-test-gpu" / "fam_02.json").read_text())
-    assert later["metrics"] == list(REQUIRED_METRICS) and "earlier profile" in later["metrics_note"]
+    assert later["metrics"] == rest and later["metrics_dropped"][0]["reason"].startswith("refused earlier in this session")
+    assert not any(c[1] == "--query-metrics" for c in fake.calls), "ncu named the metric: nothing to query"
     assert len([c for c in fake.calls if c[1] == "--version"]) == 1, "ncu's version is read once per session"
 
 

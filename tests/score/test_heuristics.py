@@ -1,6 +1,10 @@
 """No shortcut solves the set: every heuristic baseline stays under half of the
 source items on the intended key, for whichever family set --set selects, and
 none falls far below chance either (a rule read backwards would then solve it).
+The diagnose set keeps the upper bound (at most half) and replaces the lower one:
+a rule reads only what the members of a data group share, so it is right on at
+most one member, and its inverse too; the check there is that no rule is right
+on every member of any group (true by construction; these tests check it).
 
 The bound reads the authors' intended winners (hypotheses, not a measured
 key), so it guards the design of the options. Run it on another set with
@@ -14,12 +18,15 @@ from pathlib import Path
 import pytest
 
 from plugins.score.baselines import HEURISTICS, make_baseline
+from plugins.family.manifest import DIAGNOSE_SET, load_family
 from plugins.score.heuristics import (
     RULES,
     HeuristicError,
     OptionFacts,
     arch_for_key,
     diff_lines,
+    group_hits,
+    group_picks,
     keep_markers,
     pick,
     rule_named,
@@ -29,11 +36,13 @@ from plugins.score.modelapi import GenerateConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SYNTH = ROOT / "tests" / "fixtures" / "items" / "synth_scale"
+GROUPS = ROOT / "tests" / "fixtures" / "datagroups"
 
 
-def bound(n_families: int) -> int:
-    """The most source items (two per family) a shortcut may get: under half."""
-    return n_families - 1
+def bound(n_families: int, family_set: str = "classic") -> int:
+    """The most source items (two per family) a shortcut may get: under half; at most half in the
+    diagnose set, where one member per group is what a shared source allows by construction."""
+    return n_families if family_set == DIAGNOSE_SET else n_families - 1
 
 
 def floor_bound(n_families: int) -> int:
@@ -44,7 +53,8 @@ def floor_bound(n_families: int) -> int:
 
 @pytest.mark.parametrize("name", sorted(RULES))
 def test_no_heuristic_solves_the_set(catalog, name):
-    """Per family set (classic, hard): with --set all each set keeps its own bounds, above and below."""
+    """Per family set: with --set all each set keeps its own bounds. Classic and hard: under half and at
+    least a tenth; diagnose: at most half, and right on every member of no group (instead of the tenth)."""
     by_set: dict[str, list] = {}
     for fam in catalog.families:
         by_set.setdefault(fam.set, []).append(fam)
@@ -54,9 +64,13 @@ def test_no_heuristic_solves_the_set(catalog, name):
     over = []
     for family_set, fams in sorted(sets.items()):
         score = source_score(RULES[name], fams)
-        if score.correct > bound(len(fams)):
+        if score.correct > bound(len(fams), family_set):
             over.append(f"{family_set} set: heuristic:{name} picks the intended winner in {score.correct}/"
-                        f"{score.total} source items (bound {bound(len(fams))}): {', '.join(score.hits)}")
+                        f"{score.total} source items (bound {bound(len(fams), family_set)}): {', '.join(score.hits)}")
+        elif family_set == DIAGNOSE_SET:
+            if hits := group_hits(RULES[name], fams):
+                over.append(f"{family_set} set: heuristic:{name} is right on every member of {', '.join(hits)}; the "
+                            "members must share every byte a rule reads and intend different winners")
         elif score.correct < floor_bound(len(fams)):
             over.append(f"{family_set} set: heuristic:{name} picks the intended winner in only {score.correct}/"
                         f"{score.total} source items (floor {floor_bound(len(fams))}): the cue points away from "
@@ -108,6 +122,48 @@ def test_two_key_rule_breaks_first_key_ties_by_the_second():
 def test_bounds_hold_a_rule_on_both_sides():
     assert (floor_bound(15), bound(15)) == (3, 14)
     assert floor_bound(2) == 1
+    assert bound(18, DIAGNOSE_SET) == 18, "diagnose: at most half of its 36 source items"
+
+
+def _fixture_group():
+    return [load_family(GROUPS / n) for n in ("gather_sorted", "gather_random")]
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_no_rule_is_right_on_every_member_of_the_fixture_group(name):
+    """By construction: the members' sources are identical, so a rule picks one letter for both,
+    and their winners differ, so that letter is right for one member at most."""
+    fams = _fixture_group()
+    picks = group_picks(RULES[name], fams)
+    assert [(g.group, g.order) for g in picks] == [("gather_sorted+gather_random", o) for o in ("forward", "mirror")]
+    assert all(len(set(g.letters)) == 1 for g in picks), "identical sources, identical picks"
+    assert all(sum(g.right) <= 1 for g in picks) and group_hits(RULES[name], fams) == []
+
+
+def test_a_group_whose_members_share_a_winner_is_caught():
+    """The check can fail: members given one winner (group_problems forbids it) are all right together."""
+    import dataclasses
+
+    a, b = _fixture_group()
+    same = [a, dataclasses.replace(b, intended_winner=a.intended_winner)]
+    hits = {n: group_hits(RULES[n], same) for n in RULES}
+    assert any(hits.values()), "some rule picks the shared winner in some order"
+    for n, h in hits.items():
+        mine = source_score(RULES[n], [same[0]]).hits
+        assert h == [f"gather_sorted+gather_random/{x.split('/')[1]}" for x in mine]
+
+
+def test_readme_block_has_a_group_column_for_the_diagnose_set(tmp_path):
+    from plugins.score.heuristics import readme_block
+
+    root = tmp_path / "families"
+    for n in ("gather_sorted", "gather_random"):
+        shutil.copytree(GROUPS / n, root / n)
+    block = readme_block(root, family_set="all")
+    assert "diagnose set, source items of both orders" in block and "classic set" not in block
+    assert "| baseline | picks | source items right (of 4) | group-orders with every member right (of 2) |" in block
+    rows = [l for l in block.splitlines() if l.startswith("| `heuristic:")]
+    assert len(rows) == len(RULES) and all(l.endswith(" 0 |") for l in rows)
 
 
 def test_feature_helpers():
