@@ -10,7 +10,7 @@ of the fused updates over 10^6 uniform inputs, run once by the builder: at most
 least 0.03 on every one of 10^5 inputs, so a material mix-up always shows.
 
 The members differ only in `[data]`, i.e. in how make_inputs lays out mat:
-- generator "runs" (shade_coherent): runs of one material whose lengths are
+- generator "long_runs" (shade_coherent): runs of one material whose lengths are
   geometric with mean L = max(1, min(mean_run, n / min_runs)), the material of each
   run uniform over 0..7; min_runs keeps many runs at the gate's small n.
 - generator "iid" (shade_mixed): every element's material uniform over 0..7.
@@ -21,7 +21,7 @@ Statistics of the hidden property at the timing shape (n = 2^25), computed by th
 builder by running make_inputs with seed 20260101 (the slip's seed), splitting mat into
 maximal runs of one material, and counting the distinct materials in each aligned
 group of 32 consecutive elements (one warp of a one-thread-per-element launch):
-- runs: 14,356 maximal runs (L = 2048; adjacent generated runs share a material one
+- long_runs: 14,356 maximal runs (L = 2048; adjacent generated runs share a material one
   time in eight, so the mean is about 2048 * 8/7), length mean 2,337, median 1,618,
   p99 10,811, max 20,097; materials per warp mean 1.013, 98.7 % of warps see one
   material, max 3; material shares 12.1-13.2 %.
@@ -55,7 +55,7 @@ def _materials(rng, n, data):
     gen = data.get("generator")
     if gen == "iid":
         return rng.integers(0, N_MATERIALS, n, dtype=np.uint8)
-    if gen == "runs":
+    if gen == "long_runs":
         mean = max(1.0, min(float(data["mean_run"]), n / float(data["min_runs"])))
         k = int(1.5 * n / mean) + 64
         lengths = rng.geometric(1.0 / mean, size=k)
@@ -63,7 +63,7 @@ def _materials(rng, n, data):
             lengths = np.concatenate([lengths, rng.geometric(1.0 / mean, size=k)])
         ids = rng.integers(0, N_MATERIALS, lengths.size, dtype=np.uint8)
         return np.repeat(ids, lengths)[:n]
-    raise ValueError(f"families/shade_*/family.toml: [data] generator {gen!r} is not 'runs' or 'iid'")
+    raise ValueError(f"families/shade_*/family.toml: [data] generator {gen!r} is not 'long_runs' or 'iid'")
 
 
 def make_inputs(rng, shape, data):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 import shutil
 from pathlib import Path
 
@@ -37,8 +38,9 @@ def hidden_problems(member, prompt: str, where: str) -> list[str]:
         for word in _words(value):
             if re.search(rf"(?<!\w){re.escape(word)}(?!\w)", prompt, re.IGNORECASE):
                 out.append(f"{where}: shows data.{key} = {word!r}")
-        if re.search(rf"(?<!\w){re.escape(key)}\s*[=:]", prompt):
-            out.append(f"{where}: shows the data parameter {key!r}")
+        for v in value if isinstance(value, list) else [value]:
+            if not isinstance(v, str) and re.search(rf"(?<!\w){re.escape(key)}\s*[=:]\s*{re.escape(str(v))}(?![\w.])", prompt):
+                out.append(f"{where}: shows the data parameter {key} = {v!r}")
     return out
 
 
@@ -118,7 +120,9 @@ def test_a_name_or_data_in_a_prompt_is_caught():
     sorted_ = _fixture_group()[0]
     assert hidden_problems(sorted_, "the gather_sorted kernel", "x") == ["x: shows the family name 'gather_sorted'"]
     assert hidden_problems(sorted_, "indices are Sorted here", "x") == ["x: shows data.generator = 'sorted'"]
-    assert hidden_problems(sorted_, "generator = 3", "x") == ["x: shows the data parameter 'generator'"]
+    numeric = SimpleNamespace(group=(), data={"d": [0, 1]})
+    assert hidden_problems(numeric, "d = 1;", "x") == ["x: shows the data parameter d = 1"]
+    assert hidden_problems(numeric, "d = x + 3; d: 12", "x") == []  # a variable named like the key is not a leak
     assert hidden_problems(sorted_, "unsorted rows, gather_sorted_x", "x") == []
 
 
