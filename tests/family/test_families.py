@@ -124,7 +124,7 @@ def test_entry_points_match_manifest(candidate):
 
 def _inputs(fam, shape, seed):
     ref = fam.reference_module()
-    inputs = ref.make_inputs(np.random.default_rng(seed), dict(shape))
+    inputs = fam.make_inputs(np.random.default_rng(seed), dict(shape))  # a data group member also passes its [data]
     counts = fam.buffer_counts(shape)
     declared = {b.name for b in fam.buffers if b.role == "input"}
     assert set(inputs) == declared, f"{fam.name}: make_inputs returns {sorted(inputs)}, manifest inputs are {sorted(declared)}"
