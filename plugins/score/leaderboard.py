@@ -63,6 +63,7 @@ def read_junit(path: Path) -> list[tuple[dict, Record]]:
                 strict=props.get("strict") or None, outcome=props["outcome"],
                 key_measured=props["key_measured"] == "true", key=props["key"],
                 key_fragile=props.get("key_fragile") == "true", family_set=props.get("set") or "classic",
+                omitted_for=props.get("omitted_for") or "",
             )))
         except ValueError as exc:
             raise LeaderboardError(f"{path}: testcase {tc.get('name')!r}: {exc}") from None

@@ -90,6 +90,7 @@ def record_of(data: dict, path: Path | str = "<transcript>") -> Record:
             key=str(data["key"]["gpu"]),
             key_fragile=bool(data["key"].get("fragile", False)),
             family_set=str(data.get("set", "classic")),
+            omitted_for=str(data.get("omitted_for") or ""),
         )
     except KeyError as exc:
         raise TranscriptError(
