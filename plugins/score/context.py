@@ -32,12 +32,15 @@ from plugins.score.modelapi import Completion, ContextOverflowError, GenerateCon
 log = logging.getLogger("sparktrace.context")
 
 PROBES = ("auto", "none")
-# The estimate when no tokenizer answers: one token per ESTIMATE_BYTES_PER_TOKEN bytes of
-# UTF-8, plus a chat template's overhead per message. Conservative: it counts more tokens
-# than SmolLM2's tokenizer does on every committed prompt (checked by
-# tests/score/test_context.py under local_model), and SmolLM2's 49k vocabulary is
-# smaller, so less compact, than those of most chat models served today.
-ESTIMATE_BYTES_PER_TOKEN = 2.5
+# The estimate when no tokenizer answers: one token per digit (a slip's tables are mostly
+# numbers, and some tokenizers, SmolLM2's among them, split every digit), one token per
+# ESTIMATE_BYTES_PER_TOKEN bytes of the rest of the UTF-8, plus a chat template's overhead
+# per message. Conservative: on the committed prompts (source items only: no slip is
+# committed yet) SmolLM2's tokenizer, whose 49k vocabulary is less compact than those of
+# most chat models served today, packs at least 2.2 bytes per token, and the estimate
+# counts more tokens than it does on every one of them (tests/score/test_context.py,
+# local_model).
+ESTIMATE_BYTES_PER_TOKEN = 2.0
 ESTIMATE_MESSAGE_OVERHEAD = 8
 # Ollama says nothing about a model's window until it is loaded: loading it first
 # (an empty generate, as the first request would) makes /api/ps report it.
@@ -63,9 +66,11 @@ class Count:
 def estimate_tokens(messages: Sequence[Message]) -> Count:
     """A conservative estimate: more tokens than a chat model's tokenizer gives (see ESTIMATE_*)."""
     nbytes = sum(len(m.content.encode("utf-8")) for m in messages)
-    tokens = math.ceil(nbytes / ESTIMATE_BYTES_PER_TOKEN) + ESTIMATE_MESSAGE_OVERHEAD * (len(messages) + 1)
-    return Count(tokens, f"estimated from {nbytes} bytes at {ESTIMATE_BYTES_PER_TOKEN} bytes per token, "
-                         f"no tokenizer endpoint")
+    digits = sum(ch.isdigit() for m in messages for ch in m.content if ch.isascii())
+    tokens = (digits + math.ceil((nbytes - digits) / ESTIMATE_BYTES_PER_TOKEN)
+              + ESTIMATE_MESSAGE_OVERHEAD * (len(messages) + 1))
+    return Count(tokens, f"estimated from {nbytes} bytes ({digits} digits, one token each; the rest at "
+                         f"{ESTIMATE_BYTES_PER_TOKEN} bytes per token), no tokenizer endpoint")
 
 
 def server_root(base_url: str) -> str:

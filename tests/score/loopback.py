@@ -64,10 +64,10 @@ def good_body(text: str | None = "Answer: B", echo: str = "") -> bytes:
     return openai_body(text, echo=echo)
 
 
-def error_body(message: str, shape: str = "openai", kind: str = "fixture_error") -> bytes:
+def error_body(message: str, shape: str = "openai", kind: str = "fixture_error", code: str | None = None) -> bytes:
     if shape == "anthropic":
         return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
-    return json.dumps({"error": {"message": message, "type": kind}}).encode()
+    return json.dumps({"error": {"message": message, "type": kind, "code": code}}).encode()
 
 
 CONTEXT_MESSAGES = {
@@ -215,7 +215,8 @@ class _FaultHandler(socketserver.BaseRequestHandler):
                                                   action[1] if isinstance(action, tuple) else "The options differ in how they read")))
         elif kind == "context_400":
             msg, err = CONTEXT_MESSAGES[shape]
-            sock.sendall(http_response(400, error_body(msg, shape, err)))
+            code = "context_length_exceeded" if shape == "openai" else None  # OpenAI's own code
+            sock.sendall(http_response(400, error_body(msg, shape, err, code)))
         elif kind == "status":
             _, status, body, *rest = action
             sock.sendall(http_response(status, body, rest[0] if rest else None))

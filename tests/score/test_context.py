@@ -130,6 +130,8 @@ def test_unknown_window_checks_nothing_and_says_so(caplog):
 def test_estimate_is_stated_and_rounds_up():
     c = estimate_tokens([Message("user", "é" * 5)])  # 10 bytes of UTF-8
     assert c.tokens == -(-10 // ESTIMATE_BYTES_PER_TOKEN) + 16 and "10 bytes" in c.how
+    d = estimate_tokens([Message("user", "1234 ab")])  # digits count one token each
+    assert d.tokens == 4 + -(-3 // ESTIMATE_BYTES_PER_TOKEN) + 16 and "4 digits" in d.how
 
 
 def test_server_root():
