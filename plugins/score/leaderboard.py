@@ -112,8 +112,22 @@ def leaderboard_lines(entries: Sequence[Entry]) -> Iterator[str]:
         yield from fragile_lines(scores)
 
 
-def write_chart(entries: Sequence[Entry], path: Path) -> None:
-    """Grouped bars: fraction correct per condition (mean over passes), one bar per model."""
+def bar_values(e: Entry) -> list[float | None]:
+    """Fraction correct per condition, mean over the passes that scored it; None: no item of that
+    condition was scored (absent, drawn as such, never as 0)."""
+    out: list[float | None] = []
+    for c in CONDITIONS:
+        cells = [s.conditions[c] for s in e.scores if s.conditions[c].n]
+        out.append(sum(x.correct / x.n for x in cells) / len(cells) if cells else None)
+    return out
+
+
+ABSENT = "no items"
+
+
+def chart_figure(entries: Sequence[Entry]):
+    """Grouped bars: fraction correct per condition (mean over passes), one bar per model; a
+    condition with no scored item gets a hatched outline and the words "no items"."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -123,12 +137,15 @@ def write_chart(entries: Sequence[Entry], path: Path) -> None:
     ax = fig.add_subplot()
     width = 0.8 / max(1, len(entries))
     for i, e in enumerate(entries):
-        ys = []
-        for c in CONDITIONS:
-            cells = [s.conditions[c] for s in e.scores if s.conditions[c].n]
-            ys.append(sum(x.correct / x.n for x in cells) / len(cells) if cells else 0.0)
         xs = [j + (i - (len(entries) - 1) / 2) * width for j in range(len(CONDITIONS))]
-        ax.bar(xs, ys, width, label=f"{e.label} [{e.key}, {e.family_set}]")
+        ys = bar_values(e)
+        bars = ax.bar([x for x, y in zip(xs, ys) if y is not None], [y for y in ys if y is not None], width,
+                      label=f"{e.label} [{e.key}, {e.family_set}]")
+        colour = bars.patches[0].get_facecolor() if bars.patches else None
+        for x, y in zip(xs, ys):
+            if y is None:
+                ax.bar([x], [1.0], width, fill=False, hatch="//", edgecolor=colour or "0.6", linewidth=0.8)
+                ax.text(x, 0.5, ABSENT, rotation=90, ha="center", va="center", fontsize="small", color="0.3")
     ax.set_xticks(range(len(CONDITIONS)), CONDITIONS)
     ax.set_ylim(0, 1)
     ax.set_ylabel("fraction correct (mean over passes)")
@@ -136,8 +153,12 @@ def write_chart(entries: Sequence[Entry], path: Path) -> None:
     ax.set_title("SparkTrace: score by condition" + ("" if measured else " (KEY NOT MEASURED: dry run)"))
     ax.legend(fontsize="small")
     fig.tight_layout()
+    return fig
+
+
+def write_chart(entries: Sequence[Entry], path: Path) -> None:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
+    chart_figure(entries).savefig(buf, format="png", dpi=100)
     write_bytes_atomic(path, buf.getvalue())
 
 
