@@ -155,6 +155,8 @@ def _build_spec(name: str, entry: Mapping[str, Any], where: str, source: str) ->
         if base_url is None:
             raise RegistryError(f"{where}: field 'base_url' is missing; fix: add base_url = \"https://host/v1\"")
         base_url = check_url(base_url, where)
+        if entry.get("api") == "anthropic" and base_url.endswith("/messages"):
+            base_url = base_url[: -len("/messages")]  # the full endpoint given: cut back to its base
     elif base_url is not None or entry.get("api_key_env") is not None:
         raise RegistryError(
             f"{where}: kind \"local\" starts its own server and takes no base_url or api_key_env; fix: remove them"

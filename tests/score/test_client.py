@@ -162,6 +162,8 @@ def test_one_field_chooses_the_anthropic_client(monkeypatch):
     assert isinstance(c, AnthropicClient) and c.url == "https://api.anthropic.com/v1/messages"
     assert c.headers("k") == {"Content-Type": "application/json", "x-api-key": "k", "anthropic-version": "2023-06-01"}
     assert isinstance(make_client(reg["claude-sonnet-4.5"]), OpenAIClient)  # the compatibility endpoint
+    full = spec_from_url("https://api.anthropic.com/v1/messages", "claude-x", api="anthropic")
+    assert make_client(full).url == "https://api.anthropic.com/v1/messages"
     thinking = reg["claude-sonnet-4.5-thinking"].generate_config()
     assert thinking.reasoning is True and thinking.thinking_budget_tokens == 8000 and thinking.temperature == 1.0
 
