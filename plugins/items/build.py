@@ -10,7 +10,7 @@ import argparse
 import hashlib
 import json
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -48,6 +48,10 @@ class KeyInfo:
     git_commit: str = ""
     date: str = ""
     fragile: bool = False  # kept, but the key's interval on runner-up/winner reaches below 1.08 (docs/artifacts.md)
+    noisy: bool = False  # the winner/runner-up ratio is within the samples' spread of the keep gate
+    gpu_name: str = ""  # the device the key was measured on (for an intended key: the known GPU of the slug)
+    sm_count: int | None = None
+    compute_capability: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class Item:
     set: str = DEFAULT_SET  # the family set: classic, hard or diagnose
     group: str = ""  # a data group's id, its members joined by '+' (diagnose set); "" otherwise
     pair: str = ""  # a shape pair's id, both names sorted and joined by '+'; "" otherwise
+    family_sha256: str = ""  # sha256 over the family's files (measurements excluded): what the item was built from
 
     def letter_of(self, rewrite: str) -> str:
         for o in self.options:
@@ -78,6 +83,10 @@ class Item:
 
     @staticmethod
     def from_json(d: dict) -> "Item":
+        schema = d.get("schema")
+        if schema is not None and schema not in ITEM_SCHEMAS:
+            raise ValueError(f"field 'schema' is {schema!r}, not one of {ITEM_SCHEMAS}; re-export with this version")
+        d = {k: v for k, v in d.items() if k not in EXPORT_FIELDS}
         return Item(
             **{
                 **d,
@@ -87,9 +96,28 @@ class Item:
         )
 
 
-def write_jsonl(items: Iterable[Item], path: Path) -> None:
-    """Atomic: a killed export never leaves half a file."""
-    write_text_atomic(path, "".join(json.dumps(it.to_json(), sort_keys=True) + "\n" for it in items))
+# Every exported line carries the schema and where it came from; older files without them still read.
+ITEM_SCHEMA = "sparktrace.item/2"
+ITEM_SCHEMAS = (ITEM_SCHEMA,)
+EXPORT_FIELDS = ("schema", "export")
+
+
+def write_jsonl(items: Iterable[Item], path: Path, export: dict | None = None) -> None:
+    """Atomic: a killed export never leaves half a file. With `export` (the commit), every line
+    also gets the schema version and that block."""
+    head = {"schema": ITEM_SCHEMA, "export": export} if export is not None else {}
+    write_text_atomic(path, "".join(json.dumps({**head, **it.to_json()}, sort_keys=True) + "\n" for it in items))
+
+
+def family_digest(fam_dir: Path) -> str:
+    """sha256 over a family's files (relative path and bytes), its measurements left out: the
+    source a model reads, its reference and its launch plan."""
+    h = hashlib.sha256()
+    root = Path(fam_dir)
+    for p in sorted(q for q in root.rglob("*") if q.is_file() and "__pycache__" not in q.parts
+                    and "measurements" not in q.relative_to(root).parts):
+        h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def read_jsonl(path: Path) -> list[Item]:
@@ -168,7 +196,8 @@ def build_items(
         if allow_intended:
             winner, times = fam.intended_winner, {}
             info = KeyInfo(gpu=key, measured=False,
-                           file=f"{_rel(fam.path / 'family.toml', repo)} [intended.winner]: NOT MEASURED")
+                           file=f"{_rel(fam.path / 'family.toml', repo)} [intended.winner]: NOT MEASURED",
+                           gpu_name="", sm_count=None, compute_capability="")
         else:
             if fk is None:
                 notes.append(f"{fam.name}: no measurement for {key} ({_rel(key_path(fam.path, key), repo)}), no items")
@@ -183,10 +212,12 @@ def build_items(
                 continue
             winner, times = got
             info = KeyInfo(gpu=key, measured=True, file=_rel(fk.path, repo), git_commit=fk.git_commit, date=fk.date,
-                           fragile=fk.fragile)
+                           fragile=fk.fragile, noisy=fk.noisy)
             if fk.fragile:
                 notes.append(f"{fam.name}: kept on {key} but FRAGILE: {fk.fragile_reason}")
         gpu = gpu_for(key, fk.record if fk is not None else None)
+        info = replace(info, gpu_name=gpu.name, sm_count=gpu.sm_count, compute_capability=gpu.compute_capability)
+        digest = family_digest(fam.path)
         report = load_slip(slips_root, key, fam.name)
         slips: dict[str, str | None] = {"source": None}
         where = _rel(slip_path(slips_root, key, fam.name), repo)
@@ -221,6 +252,7 @@ def build_items(
                     set=fam.set,
                     group=fam.group_id,
                     pair=fam.pair_id,
+                    family_sha256=digest,
                 ))
     return items, notes
 
@@ -314,13 +346,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out or Path("reports", "items", f"{args.key}.jsonl")
     items, notes = build_items(args.families, args.key, allow_intended=args.key_intended, slips_root=args.slips,
                                sets=selected_sets(args.family_set))
-    write_jsonl(items, out)
-    fams = sorted({it.family for it in items})
     kind = "NOT MEASURED (intended winners, dry run)" if args.key_intended else "measured"
+    if not items:
+        lines = [f"no item on key {args.key} ({kind}, set {args.family_set}): nothing written to {out}"]
+        lines += [f"note: {n}" for n in notes]
+        if not args.key_intended:
+            lines.append("fix: measure the families on a GPU (pytest -m measure), choose a measured key with --key, "
+                         "or pass --key-intended for a dry run on the intended winners")
+        sys.stderr.write("\n".join(lines) + "\n")
+        return 1
+    write_jsonl(items, out, export=export_block(Path(args.families)))
+    fams = sorted({it.family for it in items})
     lines = [f"wrote {len(items)} items from {len(fams)} families to {out} (key {args.key}: {kind})"]
     lines += [f"note: {n}" for n in notes]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
+
+
+def export_block(families_root: Path) -> dict:
+    """The commit the export was made from (and whether the tree had changes), for every line."""
+    from plugins.measure.provenance import git_state
+
+    state = git_state(Path(families_root).resolve().parent, allow_unknown_commit=True)
+    return {"git_commit": state.get("git_commit"), "git_dirty": state.get("git_dirty"), "tool": "python -m plugins.items export"}
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""An OpenAI-compatible chat client, a retrying wrapper, and bounded concurrency.
+"""HTTP model clients (OpenAI-compatible here, Anthropic's Messages API in anthropic_api.py),
+a retrying wrapper, and bounded concurrency.
 
 Why three pieces: the client makes exactly one attempt and only classifies what
 went wrong (retryable, fatal, or an empty turn); `RetryingModel` owns backoff
@@ -7,7 +8,7 @@ way; `run_bounded` lets the CLI path score 90 items without doing them one at
 a time or flooding a rate-limited endpoint.
 
 The API key is read from the environment at call time and is sent only in the
-`Authorization` header. Every text this module surfaces (exception messages,
+entry's key header (`Authorization: Bearer` by default, `x-api-key` for Anthropic). Every text this module surfaces (exception messages,
 log lines, `Completion.raw`) passes through `redact` first, so a server that
 echoes the header back still cannot leak it through us.
 """
@@ -18,6 +19,7 @@ import json
 import logging
 import os
 import random
+import re
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -28,6 +30,7 @@ import httpx
 
 from plugins.score.modelapi import (
     Completion,
+    ContextOverflowError,
     FatalModelError,
     GenerateConfig,
     Message,
@@ -44,7 +47,10 @@ log = logging.getLogger(__name__)
 #                         (NVIDIA NIM, vLLM, SGLang, llama.cpp-style servers)
 #   reasoning_effort      {"reasoning_effort": "<on value>" | "<off value>"}
 #                         (OpenAI, Gemini's OpenAI-compatible endpoint)
+#   anthropic_thinking    {"thinking": {"type": "enabled", "budget_tokens": N}} or
+#                         {"type": "disabled"} (Anthropic's native Messages API only)
 REASONING_STYLES = ("none", "chat_template_kwargs", "reasoning_effort")
+ANTHROPIC_REASONING_STYLES = ("none", "anthropic_thinking")
 MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
 # Statuses worth another attempt; every other non-2xx status is fatal.
 RETRYABLE_STATUSES = frozenset({408, 425, 429}) | frozenset(range(500, 600))
@@ -93,6 +99,15 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(0.0, seconds)
 
 
+# A 4xx whose message says the prompt does not fit: the item is omitted for context, the
+# run goes on. The servers' own words: OpenAI "context_length_exceeded", vLLM/llama-cpp-python
+# "maximum context length", llama.cpp "exceeds the available context size", LM Studio
+# "context length of only", Anthropic "prompt is too long".
+CONTEXT_OVERFLOW = re.compile(
+    r"context_length_exceeded|exceed_context_size_error|maximum context length|context window of"
+    r"|exceeds? the available context size|context length of only|prompt is too long", re.IGNORECASE)
+
+
 def _content_text(content: Any) -> str | None:
     """Message content as text: a string, or the text parts of a content list."""
     if content is None:
@@ -109,43 +124,31 @@ def _int_or_none(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-class OpenAIClient:
-    """One attempt per `generate` against `<base_url>/chat/completions`.
+def _str_or_none(v: Any) -> str | None:
+    return v if isinstance(v, str) and v else None
 
-    Failures are classified, never retried here: 429/5xx/transport errors and
-    malformed or empty bodies raise `RetryableError`; other non-2xx statuses
-    raise `FatalModelError`. A `null` message content comes back as
-    `Completion(text=None)`, which `RetryingModel` retries and finally omits.
+
+class HTTPChatClient:
+    """What every HTTP model client shares: the key from the environment, one POST, and the
+    classification of what went wrong (retryable, fatal, context overflow). Subclasses say
+    where to POST, which headers carry the key, the body, and how to read the reply.
+
+    `api_key_header`: the header that carries the key. "Authorization" sends
+    `Bearer <key>`; any other name (x-api-key, api-key, x-goog-api-key) sends the key as it is.
     """
 
-    def __init__(
-        self,
-        name: str,
-        base_url: str,
-        model_id: str,
-        api_key_env: str | None = None,
-        timeout_connect_s: float = 10.0,
-        timeout_read_s: float = 300.0,
-        *,
-        reasoning_style: str = "none",
-        reasoning_effort_on: str = "medium",
-        reasoning_effort_off: str = "none",
-        max_tokens_field: str = "max_tokens",
-        extra_body: dict | None = None,
-    ):
-        if reasoning_style not in REASONING_STYLES:
-            raise ValueError(f"reasoning_style {reasoning_style!r}: use one of {', '.join(REASONING_STYLES)}")
-        if max_tokens_field not in MAX_TOKENS_FIELDS:
-            raise ValueError(f"max_tokens_field {max_tokens_field!r}: use one of {', '.join(MAX_TOKENS_FIELDS)}")
+    path = ""
+    default_key_header = "Authorization"
+
+    def __init__(self, name: str, base_url: str, model_id: str, api_key_env: str | None = None,
+                 timeout_connect_s: float = 10.0, timeout_read_s: float = 300.0, *,
+                 api_key_header: str | None = None, extra_body: dict | None = None):
         self.name = name
         self.base_url = base_url.rstrip("/")
-        self.url = self.base_url + "/chat/completions"
+        self.url = self.base_url + self.path
         self.model_id = model_id
         self.api_key_env = api_key_env
-        self.reasoning_style = reasoning_style
-        self.reasoning_effort_on = reasoning_effort_on
-        self.reasoning_effort_off = reasoning_effort_off
-        self.max_tokens_field = max_tokens_field
+        self.api_key_header = api_key_header or self.default_key_header
         self.extra_body = dict(extra_body or {})
         self._timeout = httpx.Timeout(
             connect=timeout_connect_s, read=timeout_read_s, write=timeout_read_s, pool=timeout_connect_s
@@ -166,7 +169,7 @@ class OpenAIClient:
                 self._http.close()
                 self._http = None
 
-    def __enter__(self) -> "OpenAIClient":
+    def __enter__(self) -> "HTTPChatClient":
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -191,6 +194,113 @@ class OpenAIClient:
             )
         return key
 
+    def headers(self, key: str | None) -> dict[str, str]:
+        """The request headers; the key goes only into `api_key_header`."""
+        headers = {"Content-Type": "application/json"}
+        if key:
+            is_auth = self.api_key_header.lower() == "authorization"
+            headers[self.api_key_header] = f"Bearer {key}" if is_auth else key
+        return headers
+
+    def _merge_extra(self, body: dict) -> dict:
+        for k, v in self.extra_body.items():
+            if isinstance(v, dict) and isinstance(body.get(k), dict):
+                body[k] = {**body[k], **v}
+            else:
+                body[k] = v
+        return body
+
+    def _post(self, body: dict, key: str | None) -> tuple[dict, float]:
+        """One POST; the parsed JSON object and the latency, or a classified error."""
+        secrets = (key,)
+        who = f"model {self.name!r} ({self.model_id} at {self.url})"
+        t0 = time.monotonic()
+        try:
+            resp = self._client().post(self.url, json=body, headers=self.headers(key))
+        except httpx.TimeoutException as e:
+            raise RetryableError(redact(f"{who}: {type(e).__name__} (timed out): {e}", secrets)) from None
+        except httpx.TransportError as e:
+            # connect refused, connection reset, server closed mid-response, truncated body
+            raise RetryableError(redact(f"{who}: {type(e).__name__}: {e}", secrets)) from None
+        latency = time.monotonic() - t0
+        status = resp.status_code
+        if status // 100 != 2:
+            detail = redact(self._error_detail(resp), secrets)
+            msg = f"{who}: HTTP {status}" + (f": {detail}" if detail else "")
+            if status in RETRYABLE_STATUSES:
+                raise RetryableError(msg, retry_after_s=parse_retry_after(resp.headers.get("retry-after")))
+            if 400 <= status < 500 and CONTEXT_OVERFLOW.search(detail):
+                raise ContextOverflowError(f"context: the server says the prompt does not fit: {msg}")
+            raise FatalModelError(msg)
+        try:
+            data = resp.json()
+        except (ValueError, UnicodeDecodeError) as e:
+            raise RetryableError(
+                redact(f"{who}: HTTP {status} with a body that is not JSON ({len(resp.content)} bytes): {e}", secrets)
+            ) from None
+        if not isinstance(data, dict):
+            raise RetryableError(f"{who}: HTTP {status} with a JSON body that is not an object")
+        return data, latency
+
+    @staticmethod
+    def _error_detail(resp: httpx.Response) -> str:
+        """The server's own error message (OpenAI or Anthropic shape, or plain text), shortened."""
+        try:
+            data = resp.json()
+        except (ValueError, UnicodeDecodeError):
+            return resp.text.strip()[:_ERROR_TEXT_CHARS]
+        err = data.get("error") if isinstance(data, dict) else None
+        if isinstance(err, dict) and err.get("message"):
+            code = err.get("code") or err.get("type")
+            text = str(err["message"]) + (f" ({code})" if isinstance(code, str) and code not in str(err["message"]) else "")
+            return text[:_ERROR_TEXT_CHARS]
+        if isinstance(err, str):
+            return err[:_ERROR_TEXT_CHARS]
+        if isinstance(data, dict) and data.get("message"):
+            return str(data["message"])[:_ERROR_TEXT_CHARS]
+        return json.dumps(data)[:_ERROR_TEXT_CHARS]
+
+
+class OpenAIClient(HTTPChatClient):
+    """One attempt per `generate` against `<base_url>/chat/completions`.
+
+    Failures are classified, never retried here: 429/5xx/transport errors and
+    malformed or empty bodies raise `RetryableError`; a 4xx saying the prompt does not
+    fit raises `ContextOverflowError`; other non-2xx statuses raise `FatalModelError`.
+    A `null` message content comes back as `Completion(text=None)`, which
+    `RetryingModel` retries and finally omits, unless the turn was cut off by its
+    budget (finish_reason "length"): that is a truncated reply, returned as it is.
+    """
+
+    path = "/chat/completions"
+
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        model_id: str,
+        api_key_env: str | None = None,
+        timeout_connect_s: float = 10.0,
+        timeout_read_s: float = 300.0,
+        *,
+        reasoning_style: str = "none",
+        reasoning_effort_on: str = "medium",
+        reasoning_effort_off: str = "none",
+        max_tokens_field: str = "max_tokens",
+        extra_body: dict | None = None,
+        api_key_header: str | None = None,
+    ):
+        if reasoning_style not in REASONING_STYLES:
+            raise ValueError(f"reasoning_style {reasoning_style!r}: use one of {', '.join(REASONING_STYLES)}")
+        if max_tokens_field not in MAX_TOKENS_FIELDS:
+            raise ValueError(f"max_tokens_field {max_tokens_field!r}: use one of {', '.join(MAX_TOKENS_FIELDS)}")
+        super().__init__(name, base_url, model_id, api_key_env, timeout_connect_s, timeout_read_s,
+                         api_key_header=api_key_header, extra_body=extra_body)
+        self.reasoning_style = reasoning_style
+        self.reasoning_effort_on = reasoning_effort_on
+        self.reasoning_effort_off = reasoning_effort_off
+        self.max_tokens_field = max_tokens_field
+
     def request_body(self, messages: Sequence[Message], config: GenerateConfig) -> dict:
         """The JSON body sent for one call (public so tests and transcripts can show it; holds no key)."""
         body: dict[str, Any] = {
@@ -208,85 +318,41 @@ class OpenAIClient:
                 body["reasoning_effort"] = (
                     self.reasoning_effort_on if config.reasoning else self.reasoning_effort_off
                 )
-        for k, v in self.extra_body.items():
-            if isinstance(v, dict) and isinstance(body.get(k), dict):
-                body[k] = {**body[k], **v}
-            else:
-                body[k] = v
-        return body
+        return self._merge_extra(body)
 
     def generate(self, messages: Sequence[Message], config: GenerateConfig) -> Completion:
         key = self._api_key()
         secrets = (key,)
-        headers = {"Content-Type": "application/json"}
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        body = self.request_body(messages, config)
+        data, latency = self._post(self.request_body(messages, config), key)
         who = f"model {self.name!r} ({self.model_id} at {self.url})"
-        t0 = time.monotonic()
-        try:
-            resp = self._client().post(self.url, json=body, headers=headers)
-        except httpx.TimeoutException as e:
-            raise RetryableError(redact(f"{who}: {type(e).__name__} (timed out): {e}", secrets)) from None
-        except httpx.TransportError as e:
-            # connect refused, connection reset, server closed mid-response, truncated body
-            raise RetryableError(redact(f"{who}: {type(e).__name__}: {e}", secrets)) from None
-        latency = time.monotonic() - t0
-        status = resp.status_code
-        if status // 100 != 2:
-            detail = redact(self._error_detail(resp), secrets)
-            msg = f"{who}: HTTP {status}" + (f": {detail}" if detail else "")
-            if status in RETRYABLE_STATUSES:
-                raise RetryableError(msg, retry_after_s=parse_retry_after(resp.headers.get("retry-after")))
-            raise FatalModelError(msg)
-        try:
-            data = resp.json()
-        except (ValueError, UnicodeDecodeError) as e:
-            raise RetryableError(
-                redact(f"{who}: HTTP {status} with a body that is not JSON ({len(resp.content)} bytes): {e}", secrets)
-            ) from None
-        if not isinstance(data, dict):
-            raise RetryableError(f"{who}: HTTP {status} with a JSON body that is not an object")
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise RetryableError(f"{who}: HTTP {status} with no choices in the body")
+            raise RetryableError(f"{who}: HTTP 200 with no choices in the body")
         message = choices[0].get("message")
-        text = _content_text(message.get("content")) if isinstance(message, dict) else None
+        message = message if isinstance(message, dict) else {}
+        text = _content_text(message.get("content"))
+        # reasoning_content: DeepSeek, vLLM, SGLang, llama.cpp; reasoning: Ollama, OpenRouter
+        reasoning = _str_or_none(message.get("reasoning_content")) or _str_or_none(message.get("reasoning"))
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        if text is not None:
-            text = redact(text, secrets)
         return Completion(
-            text=text,
+            text=redact(text, secrets) if text is not None else None,
             model=redact(str(data.get("model") or self.model_id), secrets),
             prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
             completion_tokens=_int_or_none(usage.get("completion_tokens")),
             latency_s=latency,
             raw=redact_obj(data, secrets),
+            stop_reason=_str_or_none(choices[0].get("finish_reason")),
+            reasoning=redact(reasoning, secrets) if reasoning is not None else None,
         )
-
-    @staticmethod
-    def _error_detail(resp: httpx.Response) -> str:
-        """The server's own error message (OpenAI shape or plain text), shortened."""
-        try:
-            data = resp.json()
-        except (ValueError, UnicodeDecodeError):
-            return resp.text.strip()[:_ERROR_TEXT_CHARS]
-        err = data.get("error") if isinstance(data, dict) else None
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])[:_ERROR_TEXT_CHARS]
-        if isinstance(err, str):
-            return err[:_ERROR_TEXT_CHARS]
-        if isinstance(data, dict) and data.get("message"):
-            return str(data["message"])[:_ERROR_TEXT_CHARS]
-        return json.dumps(data)[:_ERROR_TEXT_CHARS]
 
 
 class RetryingModel:
     """Exponential backoff with jitter around any ModelAPI.
 
-    Retried: `RetryableError` and a turn with `text is None`. After the last
-    attempt: `OmittedError` (the item is omitted, never scored as a wrong
-    letter). `FatalModelError` passes straight through. A server's
+    Retried: `RetryableError` and a turn with `text is None` (unless it was cut
+    off by its budget: that is a truncated reply). After the last attempt:
+    `OmittedError` (the item is omitted, never scored as a wrong letter).
+    `FatalModelError` and `ContextOverflowError` pass straight through. A server's
     `Retry-After` is used as the delay, capped at `max_delay_s`.
     """
 
@@ -327,7 +393,8 @@ class RetryingModel:
             except RetryableError as e:
                 last, retry_after = str(e), e.retry_after_s
             else:
-                if completion.text is not None:
+                if completion.text is not None or completion.truncated:
+                    # a turn cut off by its budget is the model's answer (truncated), not a fault
                     return replace(completion, attempts=attempt)
                 last = f"model {self.name!r} returned an empty turn (null content)"
             if attempt == self.max_attempts:

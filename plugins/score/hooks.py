@@ -20,10 +20,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="score this model: a models.toml entry, a baseline (random, always-a) or heuristic:NAME "
                      "(plugins/score/heuristics.py)")
     g.addoption("--model-url", dest="st_model_url", metavar="URL",
-                help="score any OpenAI-compatible server at this base URL (with --model-id)")
+                help="score any OpenAI-compatible server at this base URL (with --model-id; "
+                     "--model-set api=anthropic for Anthropic's Messages API)")
     g.addoption("--model-id", dest="st_model_id", metavar="ID", help="the model id the --model-url server expects")
     g.addoption("--model-key-env", dest="st_model_key_env", metavar="VAR",
                 help="environment variable holding the --model-url server's key (never the key itself)")
+    g.addoption("--model-set", dest="st_model_set", action="append", default=[], metavar="FIELD=VALUE",
+                help="a models.toml field for --model-url (or to override a --model entry), repeatable: "
+                     "temperature=1.0, max_tokens=16000, max_tokens_field=max_completion_tokens, reasoning=false, "
+                     "reasoning_style=reasoning_effort, api=anthropic, api_key_header=x-api-key, context_tokens=32768")
     g.addoption("--registry", dest="st_registry", metavar="PATH", help="model registry (default: models.toml)")
     g.addoption("--key", dest="st_key", metavar="GPU",
                 help=f"whose measurements are the answer key (default: {DEFAULT_KEY})")

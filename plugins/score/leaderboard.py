@@ -19,7 +19,7 @@ from plugins.atomicio import write_bytes_atomic, write_text_atomic
 from plugins.score.groups import GroupScore, score_groups_by_pass
 from plugins.score.report import (conditions_of, fragile_lines, mean_row, score_headers, score_row, table_lines,
                                   unmeasured_banner)
-from plugins.score.tally import Record, Score, score_by_pass, sets_of
+from plugins.score.tally import CONDITIONS, Record, Score, score_by_pass, sets_of
 
 REQUIRED = ("model", "item", "family", "condition", "order", "pass", "expected", "outcome", "key", "key_measured")
 
@@ -67,6 +67,7 @@ def read_junit(path: Path) -> list[tuple[dict, Record]]:
                 key_measured=props["key_measured"] == "true", key=props["key"],
                 key_fragile=props.get("key_fragile") == "true", family_set=props.get("set") or "classic",
                 group=props.get("group") or "",
+                omitted_for=props.get("omitted_for") or "",
             )))
         except ValueError as exc:
             raise LeaderboardError(f"{path}: testcase {tc.get('name')!r}: {exc}") from None
@@ -144,8 +145,22 @@ def group_board_lines(entries: Sequence[Entry]) -> Iterator[str]:
           _paired_cell(g.causal), f"{g.consistent}/{g.consistent_of}"] for e, g in rows])
 
 
-def write_chart(entries: Sequence[Entry], path: Path) -> None:
-    """Grouped bars: fraction correct per condition (mean over passes), one bar per model."""
+def bar_values(e: Entry, conds: Sequence[str] = CONDITIONS) -> list[float | None]:
+    """Fraction correct per condition, mean over the passes that scored it; None: no item of that
+    condition was scored (absent, drawn as such, never as 0)."""
+    out: list[float | None] = []
+    for c in conds:
+        cells = [s.conditions[c] for s in e.scores if c in s.conditions and s.conditions[c].n]
+        out.append(sum(x.correct / x.n for x in cells) / len(cells) if cells else None)
+    return out
+
+
+ABSENT = "no items"
+
+
+def chart_figure(entries: Sequence[Entry]):
+    """Grouped bars: fraction correct per condition (mean over passes), one bar per model; a
+    condition with no scored item gets a hatched outline and the words "no items"."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -156,12 +171,15 @@ def write_chart(entries: Sequence[Entry], path: Path) -> None:
     width = 0.8 / max(1, len(entries))
     conds = conditions_of([s for e in entries for s in e.scores])
     for i, e in enumerate(entries):
-        ys = []
-        for c in conds:
-            cells = [s.conditions[c] for s in e.scores if c in s.conditions and s.conditions[c].n]
-            ys.append(sum(x.correct / x.n for x in cells) / len(cells) if cells else 0.0)
         xs = [j + (i - (len(entries) - 1) / 2) * width for j in range(len(conds))]
-        ax.bar(xs, ys, width, label=f"{e.label} [{e.key}, {e.family_set}]")
+        ys = bar_values(e, conds)
+        bars = ax.bar([x for x, y in zip(xs, ys) if y is not None], [y for y in ys if y is not None], width,
+                      label=f"{e.label} [{e.key}, {e.family_set}]")
+        colour = bars.patches[0].get_facecolor() if bars.patches else None
+        for x, y in zip(xs, ys):
+            if y is None:
+                ax.bar([x], [1.0], width, fill=False, hatch="//", edgecolor=colour or "0.6", linewidth=0.8)
+                ax.text(x, 0.5, ABSENT, rotation=90, ha="center", va="center", fontsize="small", color="0.3")
     ax.set_xticks(range(len(conds)), conds)
     ax.set_ylim(0, 1)
     ax.set_ylabel("fraction correct (mean over passes)")
@@ -169,8 +187,12 @@ def write_chart(entries: Sequence[Entry], path: Path) -> None:
     ax.set_title("SparkTrace: score by condition" + ("" if measured else " (KEY NOT MEASURED: dry run)"))
     ax.legend(fontsize="small")
     fig.tight_layout()
+    return fig
+
+
+def write_chart(entries: Sequence[Entry], path: Path) -> None:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
+    chart_figure(entries).savefig(buf, format="png", dpi=100)
     write_bytes_atomic(path, buf.getvalue())
 
 

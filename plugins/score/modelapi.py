@@ -24,11 +24,26 @@ class GenerateConfig:
     max_tokens: int = 4096
     reasoning: bool | None = None  # None: leave the server's default; False: ask for thinking off
     seed: int | None = None
+    thinking_budget_tokens: int | None = None  # Anthropic extended thinking's budget (with reasoning on)
+
+
+# Stop reasons that mean the reply was cut off by its budget (or the window), as the
+# servers spell them: OpenAI-compatible "length", Anthropic "max_tokens" and
+# "model_context_window_exceeded". Such a reply is "truncated", never a miss.
+TRUNCATION_STOP_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
+
+
+def is_truncated(stop_reason: str | None) -> bool:
+    return stop_reason in TRUNCATION_STOP_REASONS
 
 
 @dataclass(frozen=True)
 class Completion:
-    """What came back. `text` is None when the model turn was empty (null content)."""
+    """What came back. `text` is None when the model turn was empty (null content).
+
+    `stop_reason` is the server's own word (finish_reason / stop_reason), kept as sent;
+    `reasoning` is a separate reasoning channel (reasoning_content, thinking blocks):
+    kept and shown, never scored."""
 
     text: str | None
     model: str
@@ -37,6 +52,12 @@ class Completion:
     latency_s: float = 0.0
     raw: dict = field(default_factory=dict, compare=False)
     attempts: int = 1
+    stop_reason: str | None = None
+    reasoning: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        return is_truncated(self.stop_reason)
 
 
 class ModelAPI(Protocol):
@@ -65,3 +86,9 @@ class FatalModelError(ModelError):
 
 class OmittedError(ModelError):
     """No model turn after every retry: the item is omitted, never scored as wrong."""
+
+
+class ContextOverflowError(OmittedError):
+    """The prompt plus the answer budget do not fit the model's context window: the item is
+    omitted with that reason (checked before asking, or the server's own 400 saying so), and
+    the run goes on. Never retried: the same prompt will not fit next time either."""

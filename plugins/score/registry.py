@@ -12,6 +12,7 @@ under its name and `resolve_model` consults those first.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -19,11 +20,26 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from plugins.score.client import MAX_TOKENS_FIELDS, REASONING_STYLES, BoundedModel, OpenAIClient, RetryingModel
+from plugins.score.anthropic_api import DEFAULT_VERSION, MIN_THINKING_BUDGET, AnthropicClient
+from plugins.score.client import (
+    ANTHROPIC_REASONING_STYLES,
+    MAX_TOKENS_FIELDS,
+    REASONING_STYLES,
+    BoundedModel,
+    HTTPChatClient,
+    OpenAIClient,
+    RetryingModel,
+)
+from plugins.score.context import PROBES, ContextCheckedModel, Probe
 from plugins.score.modelapi import Completion, FatalModelError, GenerateConfig, Message, ModelAPI
 
 DEFAULT_REGISTRY = Path(__file__).resolve().parents[2] / "models.toml"
 KINDS = ("http", "local")
+# Which wire protocol an entry speaks: "openai" (POST <base_url>/chat/completions: OpenAI,
+# Gemini's and Anthropic's compatibility layers, vLLM, SGLang, NIM, Ollama, LM Studio,
+# llama.cpp) or "anthropic" (Anthropic's native Messages API, POST <base_url>/messages).
+APIS = ("openai", "anthropic")
+_HEADER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 
 
 class RegistryError(ValueError):
@@ -53,12 +69,19 @@ class ModelSpec:
     base_delay_s: float = 2.0
     max_delay_s: float = 60.0
     max_concurrency: int = 4
+    api: str = "openai"  # see APIS
+    api_key_header: str | None = None  # None: the API's own (Authorization: Bearer, or x-api-key)
+    anthropic_version: str = DEFAULT_VERSION  # the anthropic-version header (api = "anthropic")
+    thinking_budget_tokens: int | None = None  # Anthropic thinking budget, with reasoning = true
+    context_tokens: int | None = None  # the model's context window, when the server does not say
+    context_probe: str = "auto"  # "auto": ask the server for its window and tokenizer; "none"
     source: str = ""  # where the entry came from (file path or "--model-url")
 
     def generate_config(self, seed: int | None = None) -> GenerateConfig:
         """The settings recorded with every transcript of this model."""
         return GenerateConfig(
-            temperature=self.temperature, max_tokens=self.max_tokens, reasoning=self.reasoning, seed=seed
+            temperature=self.temperature, max_tokens=self.max_tokens, reasoning=self.reasoning, seed=seed,
+            thinking_budget_tokens=self.thinking_budget_tokens,
         )
 
 
@@ -71,7 +94,8 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "temperature": ((int, float), "a number >= 0"),
     "max_tokens": ((int,), "a positive integer"),
     "reasoning": ((bool,), "true or false (leave it out for the server default)"),
-    "reasoning_style": ((str,), f"one of {', '.join(REASONING_STYLES)}"),
+    "reasoning_style": ((str,), f"one of {', '.join(REASONING_STYLES)} (api openai), "
+                                f"{', '.join(ANTHROPIC_REASONING_STYLES)} (api anthropic)"),
     "reasoning_effort_on": ((str,), "a reasoning_effort value such as \"medium\""),
     "reasoning_effort_off": ((str,), "a reasoning_effort value such as \"none\" or \"minimal\""),
     "max_tokens_field": ((str,), f"one of {', '.join(MAX_TOKENS_FIELDS)}"),
@@ -82,6 +106,12 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "base_delay_s": ((int, float), "a number of seconds >= 0"),
     "max_delay_s": ((int, float), "a number of seconds >= 0"),
     "max_concurrency": ((int,), "a positive integer"),
+    "api": ((str,), f"one of {', '.join(APIS)}"),
+    "api_key_header": ((str,), "an HTTP header name such as x-api-key (Authorization sends 'Bearer <key>')"),
+    "anthropic_version": ((str,), "an anthropic-version value such as \"2023-06-01\""),
+    "thinking_budget_tokens": ((int,), f"an integer >= {MIN_THINKING_BUDGET} and below max_tokens"),
+    "context_tokens": ((int,), "the model's context window in tokens, a positive integer"),
+    "context_probe": ((str,), f"one of {', '.join(PROBES)}"),
 }
 _SPEC_FIELDS = {f.name for f in fields(ModelSpec)} - {"name", "source"}
 assert set(_FIELD_TYPES) == _SPEC_FIELDS, "keep _FIELD_TYPES in step with ModelSpec"
@@ -125,6 +155,8 @@ def _build_spec(name: str, entry: Mapping[str, Any], where: str, source: str) ->
         if base_url is None:
             raise RegistryError(f"{where}: field 'base_url' is missing; fix: add base_url = \"https://host/v1\"")
         base_url = check_url(base_url, where)
+        if entry.get("api") == "anthropic" and base_url.endswith("/messages"):
+            base_url = base_url[: -len("/messages")]  # the full endpoint given: cut back to its base
     elif base_url is not None or entry.get("api_key_env") is not None:
         raise RegistryError(
             f"{where}: kind \"local\" starts its own server and takes no base_url or api_key_env; fix: remove them"
@@ -135,11 +167,40 @@ def _build_spec(name: str, entry: Mapping[str, Any], where: str, source: str) ->
             f"{where}: field 'api_key_env' is {env!r}; "
             f"fix: make it {_FIELD_TYPES['api_key_env'][1]}, e.g. OPENAI_API_KEY"
         )
+    api = entry.get("api", "openai")
+    if api not in APIS:
+        raise RegistryError(f"{where}: field 'api' is {api!r}; fix: make it one of {', '.join(APIS)}")
+    if kind == "local" and api != "openai":
+        raise RegistryError(f"{where}: kind \"local\" speaks the OpenAI API; fix: remove api = {api!r}")
     for key in ("reasoning_style", "max_tokens_field"):
-        allowed = REASONING_STYLES if key == "reasoning_style" else MAX_TOKENS_FIELDS
+        allowed = ((REASONING_STYLES if api == "openai" else ANTHROPIC_REASONING_STYLES) if key == "reasoning_style"
+                   else MAX_TOKENS_FIELDS if api == "openai" else ("max_tokens",))
         if key in entry and entry[key] not in allowed:
-            raise RegistryError(f"{where}: field {key!r} is {entry[key]!r}; fix: make it one of {', '.join(allowed)}")
-    for key in ("max_tokens", "max_attempts", "max_concurrency"):
+            raise RegistryError(f"{where}: field {key!r} is {entry[key]!r} for api {api!r}; "
+                                f"fix: make it one of {', '.join(allowed)}")
+    if "context_probe" in entry and entry["context_probe"] not in PROBES:
+        raise RegistryError(f"{where}: field 'context_probe' is {entry['context_probe']!r}; "
+                            f"fix: make it one of {', '.join(PROBES)}")
+    header = entry.get("api_key_header")
+    if header is not None and not _HEADER_NAME.fullmatch(header):
+        raise RegistryError(f"{where}: field 'api_key_header' is {header!r}; fix: make it {_FIELD_TYPES['api_key_header'][1]}")
+    if header is not None and env is None:
+        raise RegistryError(f"{where}: field 'api_key_header' is set but there is no api_key_env; "
+                            "fix: add api_key_env = \"NAME\" or remove api_key_header")
+    thinking = entry.get("reasoning_style") == "anthropic_thinking" and entry.get("reasoning") is True
+    budget = entry.get("thinking_budget_tokens")
+    if budget is not None and entry.get("reasoning_style") != "anthropic_thinking":
+        raise RegistryError(f"{where}: field 'thinking_budget_tokens' needs reasoning_style = \"anthropic_thinking\"; "
+                            "fix: set it, or remove thinking_budget_tokens")
+    if thinking:
+        max_tokens = entry.get("max_tokens", 4096)
+        if budget is None or not MIN_THINKING_BUDGET <= budget < max_tokens:
+            raise RegistryError(f"{where}: field 'thinking_budget_tokens' is {budget!r}; fix: with reasoning = true, make "
+                                f"it an integer >= {MIN_THINKING_BUDGET} and below max_tokens ({max_tokens})")
+        if float(entry.get("temperature", 0.0)) != 1.0:
+            raise RegistryError(f"{where}: field 'temperature' is {entry.get('temperature', 0.0)!r}, but Anthropic's "
+                                "extended thinking takes only temperature 1; fix: temperature = 1.0")
+    for key in ("max_tokens", "max_attempts", "max_concurrency", "context_tokens"):
         if key in entry and entry[key] < 1:
             raise RegistryError(f"{where}: field {key!r} is {entry[key]!r}; fix: make it a positive integer")
     for key in ("temperature", "base_delay_s", "max_delay_s", "timeout_connect_s", "timeout_read_s"):
@@ -184,14 +245,58 @@ def load_registry(path: Path | str = DEFAULT_REGISTRY) -> dict[str, ModelSpec]:
     return out
 
 
+def parse_settings(pairs: Sequence[str], where: str = "--model-set") -> dict[str, Any]:
+    """`FIELD=VALUE` pairs as registry fields; VALUE is read as TOML (1.0, false,
+    "max_completion_tokens", {top_p = 0.9}), and a bare word as a string."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise RegistryError(f"{where} {pair!r}: not FIELD=VALUE; fix: e.g. {where} temperature=1.0")
+        if name not in _SPEC_FIELDS or name in ("model_id", "base_url", "kind", "api_key_env"):
+            settable = sorted(_SPEC_FIELDS - {"model_id", "base_url", "kind", "api_key_env"})
+            raise RegistryError(f"{where} {pair!r}: {name!r} is not a setting; fix: use one of {', '.join(settable)} "
+                                "(the URL, id and key variable have their own options)")
+        try:
+            value = tomllib.loads(f"v = {raw.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw.strip()
+        out[name] = value
+    return out
+
+
 def spec_from_url(url: str, model_id: str, *, name: str | None = None, api_key_env: str | None = None,
                   **fields_: Any) -> ModelSpec:
-    """A spec for `--model-url URL --model-id ID` (no registry entry); other fields as in models.toml."""
+    """A spec for `--model-url URL --model-id ID` (no registry entry); other fields as in
+    models.toml, with the registry's defaults (`--model-set FIELD=VALUE`)."""
     entry: dict[str, Any] = {"base_url": url, "model_id": model_id, **fields_}
     if api_key_env is not None:
         entry["api_key_env"] = api_key_env
     label = name or model_id
     return _build_spec(label, entry, f"--model-url {url} --model-id {model_id}", "--model-url")
+
+
+def with_settings(spec: ModelSpec, settings: Mapping[str, Any], where: str = "--model-set") -> ModelSpec:
+    """A registry entry with some fields replaced, checked again as a whole."""
+    if not settings:
+        return spec
+    entry = {f: getattr(spec, f) for f in _SPEC_FIELDS if getattr(spec, f) is not None}
+    entry["extra_body"] = dict(spec.extra_body)
+    entry.update(settings)
+    if spec.kind == "local":
+        entry.pop("base_url", None)
+    return _build_spec(spec.name, entry, f"{spec.source}: [models.{spec.name}] with {where}", spec.source)
+
+
+def _probe_for(client: HTTPChatClient) -> Callable[[], Probe]:
+    """The context probe for a client: its base URL, its model id and its key headers."""
+    return lambda: Probe(client.base_url, client.model_id, client.headers(client._api_key()), client._client())
+
+
+def _context(model: ModelAPI, client: HTTPChatClient, spec: ModelSpec, context_tokens: int | None = None) -> ModelAPI:
+    return ContextCheckedModel(model, context_tokens=spec.context_tokens or context_tokens, probe=spec.context_probe,
+                               make_probe=_probe_for(client))
 
 
 class LocalModel:
@@ -216,7 +321,8 @@ class LocalModel:
                     reasoning_style=self.spec.reasoning_style, max_tokens_field=self.spec.max_tokens_field,
                     extra_body=dict(self.spec.extra_body),
                 )
-                self._inner = _wrap(client, self.spec)
+                # the window is the n_ctx we started the server with; the server counts the tokens
+                self._inner = _context(_wrap(client, self.spec), client, self.spec, self._server.n_ctx)
             return self._inner
 
     @property
@@ -234,7 +340,7 @@ class LocalModel:
         self._server.stop()
 
 
-def _wrap(client: OpenAIClient, spec: ModelSpec) -> RetryingModel:
+def _wrap(client: HTTPChatClient, spec: ModelSpec) -> RetryingModel:
     """Retries outside, the concurrency bound inside: a slot is not held while backing off."""
     return RetryingModel(
         BoundedModel(client, spec.max_concurrency),
@@ -242,22 +348,34 @@ def _wrap(client: OpenAIClient, spec: ModelSpec) -> RetryingModel:
     )
 
 
+def make_client(spec: ModelSpec) -> HTTPChatClient:
+    """One attempt per call, the protocol the entry's `api` names."""
+    assert spec.base_url is not None
+    if spec.api == "anthropic":
+        return AnthropicClient(
+            spec.name, spec.base_url, spec.model_id, spec.api_key_env, spec.timeout_connect_s, spec.timeout_read_s,
+            anthropic_version=spec.anthropic_version, reasoning_style=spec.reasoning_style,
+            extra_body=dict(spec.extra_body), api_key_header=spec.api_key_header,
+        )
+    return OpenAIClient(
+        spec.name, spec.base_url, spec.model_id, spec.api_key_env, spec.timeout_connect_s, spec.timeout_read_s,
+        reasoning_style=spec.reasoning_style, reasoning_effort_on=spec.reasoning_effort_on,
+        reasoning_effort_off=spec.reasoning_effort_off, max_tokens_field=spec.max_tokens_field,
+        extra_body=dict(spec.extra_body), api_key_header=spec.api_key_header,
+    )
+
+
 def make_model(spec: ModelSpec, *, log_dir: Path | None = None) -> ModelAPI:
-    """The client for a spec, wrapped in RetryingModel. Close it with `.close()` when done.
+    """The client for a spec: the context check outside, retries, the concurrency bound, one attempt.
+    Close it with `.close()` when done.
 
     A missing key fails here, before any request, naming the variable.
     """
     if spec.kind == "local":
         return LocalModel(spec, log_dir)
-    assert spec.base_url is not None
-    client = OpenAIClient(
-        spec.name, spec.base_url, spec.model_id, spec.api_key_env, spec.timeout_connect_s, spec.timeout_read_s,
-        reasoning_style=spec.reasoning_style, reasoning_effort_on=spec.reasoning_effort_on,
-        reasoning_effort_off=spec.reasoning_effort_off, max_tokens_field=spec.max_tokens_field,
-        extra_body=dict(spec.extra_body),
-    )
+    client = make_client(spec)
     client._api_key()  # raises FatalModelError naming the variable when it is unset
-    return _wrap(client, spec)
+    return _context(_wrap(client, spec), client, spec)
 
 
 # -- names that are not registry entries (baselines live in another module) --

@@ -74,14 +74,16 @@ def _cell(s: Score, c: str) -> Cell:
 
 def score_headers(scores: Sequence[Score], label_headers: Sequence[str]) -> tuple[list[str], list[int | None]]:
     """The seed's columns: labels, source/30, full/30, no-conflicts/30, total/90, full-source,
-    no-letter, omitted, strict total. A denominator shared by every row goes in the header."""
+    then what was not a scored letter, each counted apart (no-letter, truncated, omitted for
+    context, omitted with no answer), and the strict total. A denominator shared by every row
+    goes in the header."""
     conds = conditions_of(scores)
     cols = [[_cell(s, c) for s in scores] for c in conds] + [[s.total for s in scores]]
     dens = [_den(col) for col in cols]
     names = [*conds, "total"]
     strict = f"strict total/{dens[-1]}" if dens[-1] is not None else "strict total"
     return [*label_headers, *(f"{n}/{d}" if d is not None else n for n, d in zip(names, dens)),
-            "full-source", "no-letter", "omitted", strict], dens
+            "full-source", *EXCEPTION_HEADERS, strict], dens
 
 
 def score_row(labels: Sequence[str], s: Score, dens: Sequence[int | None], conds: Sequence[str] | None = None) -> list[str]:
@@ -89,8 +91,17 @@ def score_row(labels: Sequence[str], s: Score, dens: Sequence[int | None], conds
     conds = conditions_of([s]) if conds is None else conds
     cells = [*(_cell(s, c) for c in conds), s.total]
     return [*labels, *(_frac(c, d) for c, d in zip(cells, dens)), _signed(s.full_minus_source),
-            str(s.total.no_letter), str(s.total.omitted),
+            *(str(x) for x in exception_counts(s.total)),
             str(s.total.strict_correct) if dens[-1] is not None else f"{s.total.strict_correct}/{s.total.n}"]
+
+
+# What was not a scored letter, each its own count: a miss without a letter, a reply cut off
+# by its token budget, a prompt too long for the model's window, and no model turn at all.
+EXCEPTION_HEADERS = ("no-letter", "truncated", "omitted: context", "omitted: no answer")
+
+
+def exception_counts(c: Cell) -> tuple[int, int, int, int]:
+    return c.no_letter, c.truncated, c.omitted_context, c.omitted_no_answer
 
 
 def _mean_diff(xs: Sequence[int | None]) -> str:
@@ -106,7 +117,7 @@ def mean_row(labels: Sequence[str], scores: Sequence[Score]) -> list[str]:
 
     return [*labels, *(m(_cell(s, c).correct for s in scores) for c in conditions_of(scores)),
             m(s.total.correct for s in scores), _mean_diff([s.full_minus_source for s in scores]),
-            m(s.total.no_letter for s in scores), m(s.total.omitted for s in scores),
+            *(m(exception_counts(s.total)[i] for s in scores) for i in range(len(EXCEPTION_HEADERS))),
             m(s.total.strict_correct for s in scores)]
 
 
@@ -130,6 +141,9 @@ def report_lines(rep: RunReport) -> Iterator[str]:
         body.append(mean_row((rep.model, "mean"), rep.scores))
     yield from table_lines(headers, body)
     yield ""
+    yield ("Truncated replies (cut off by their token budget) count in the denominator, never as correct; "
+           "omitted items (no model turn, or a prompt too long for the model's window) are excluded.")
+    yield ""
     yield "Wilson 95% intervals (fraction correct; omitted items excluded):"
     yield ""
     yield from table_lines(
@@ -151,9 +165,9 @@ def report_lines(rep: RunReport) -> Iterator[str]:
         yield f"Per family, pass {s.pass_index} (correct out of the items scored):"
         yield ""
         yield from table_lines(
-            ("family", *conds, "total", "95% interval", "no-letter", "omitted"),
+            ("family", *conds, "total", "95% interval", *EXCEPTION_HEADERS),
             [[fragile_label(f.family, f.key_fragile), *(f"{_fc(f, c).correct}/{_fc(f, c).n}" for c in conds),
-              f"{f.total.correct}/{f.total.n}", _iv(f.total.interval), str(f.total.no_letter), str(f.total.omitted)]
+              f"{f.total.correct}/{f.total.n}", _iv(f.total.interval), *(str(x) for x in exception_counts(f.total))]
              for f in s.families],
         )
     yield from fragile_lines(rep.scores)
@@ -189,8 +203,8 @@ def no_items_lines(model: str, key: str, notes: Sequence[str], built: int) -> It
     yield ""
     # The table's shape with nothing in it: zero denominators, never zero scores.
     yield from table_lines(
-        ("model", *(f"{c}/0" for c in CONDITIONS), "total/0", "full-source", "no-letter", "omitted"),
-        [[model, *("-" for _ in CONDITIONS), "-", "n/a", "-", "-"]],
+        ("model", *(f"{c}/0" for c in CONDITIONS), "total/0", "full-source", *EXCEPTION_HEADERS),
+        [[model, *("-" for _ in CONDITIONS), "-", "n/a", *("-" for _ in EXCEPTION_HEADERS)]],
     )
     yield ""
     yield from (f"- {n}" for n in notes) if notes else iter(["- the item builder gave no reason (is families/ empty?)"])

@@ -4,8 +4,10 @@ Why: `pytest --model` fails a test for every item the model misses, so pytest
 exits 1 on every real run, and `make run` read that as a crash. A miss is the
 result, not a failure of the command. pytest's exit 1 also means "a test
 errored", so the junit score sheet decides: the run completed when every
-failed testcase is a scored miss (outcome `wrong` or `no-letter`), nothing
-errored, and no item was omitted (a dead or refusing server). `pytest
+failed testcase is a scored miss (outcome `wrong`, `no-letter` or `truncated`),
+nothing errored, and no item was omitted for want of an answer (a dead or
+refusing server). An item omitted because its prompt cannot fit the model's
+window is the model's limit, not a broken run: counted, and the run completes. `pytest
 --model` itself keeps pytest's exit codes; `python -m plugins.score run`
 (what `make run` calls) maps them with `run_exit_code`.
 """
@@ -15,7 +17,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-MISSES = ("wrong", "no-letter")
+MISSES = ("wrong", "no-letter", "truncated")
 # pytest's exit codes (pytest.ExitCode, restated: logic modules do not import pytest)
 OK, TESTS_FAILED, INTERRUPTED, INTERNAL_ERROR, USAGE_ERROR, NO_TESTS = 0, 1, 2, 3, 4, 5
 
@@ -26,8 +28,10 @@ class SheetCounts:
 
     scored: int = 0
     misses: int = 0
-    omitted: int = 0
+    omitted: int = 0  # no model turn: the run is incomplete
     broken: tuple[str, ...] = ()  # testcases that errored or failed without a scored outcome
+    omitted_context: int = 0  # the prompt could not fit the model's window
+    truncated: int = 0  # scored misses cut off by their token budget (counted in misses too)
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ def read_sheet(path: Path) -> SheetCounts:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError) as exc:
         raise ValueError(f"{path}: cannot read the junit score sheet ({exc})") from None
-    scored = misses = omitted = 0
+    scored = misses = omitted = omitted_context = truncated = 0
     broken: list[str] = []
     for tc in root.iter("testcase"):
         name = f"{tc.get('classname', '')}::{tc.get('name', '')}"
@@ -55,14 +59,18 @@ def read_sheet(path: Path) -> SheetCounts:
             if outcome in MISSES:
                 scored += 1
                 misses += 1
+                truncated += outcome == "truncated"
             else:
                 broken.append(f"{name}: {kinds['failure'].get('message', '')}")
         elif "skipped" in kinds:
             if (kinds["skipped"].get("message") or "").startswith("omitted"):
-                omitted += 1
+                if props.get("omitted_for") == "context":
+                    omitted_context += 1
+                else:
+                    omitted += 1
         elif outcome is not None:
             scored += 1
-    return SheetCounts(scored, misses, omitted, tuple(broken))
+    return SheetCounts(scored, misses, omitted, tuple(broken), omitted_context, truncated)
 
 
 def run_exit_code(pytest_code: int, sheet: Path | None) -> RunVerdict:
@@ -86,4 +94,6 @@ def run_exit_code(pytest_code: int, sheet: Path | None) -> RunVerdict:
                                         "the run is incomplete: run it again to ask them")
     if pytest_code == TESTS_FAILED and not counts.misses:
         return RunVerdict(TESTS_FAILED, "pytest exited 1 but the score sheet shows no miss and no error")
-    return RunVerdict(OK, f"run completed: {counts.scored} item(s) scored, {counts.misses} missed (the score, not an error)")
+    extra = (f", {counts.truncated} of them truncated by the token budget" if counts.truncated else "") + (
+        f"; {counts.omitted_context} omitted: the prompt does not fit the model's context window" if counts.omitted_context else "")
+    return RunVerdict(OK, f"run completed: {counts.scored} item(s) scored, {counts.misses} missed (the score, not an error){extra}")

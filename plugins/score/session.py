@@ -16,7 +16,15 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 from plugins.family.manifest import DEFAULT_SET, selected_sets
 from plugins.items.build import Item, build_items, read_jsonl
 from plugins.items.options import DEFAULT_KEY, LETTERS, ORDERS, conditions_of  # DEFAULT_KEY: --key overrides
-from plugins.score.modelapi import Completion, FatalModelError, GenerateConfig, Message, ModelAPI, OmittedError
+from plugins.score.modelapi import (
+    Completion,
+    ContextOverflowError,
+    FatalModelError,
+    GenerateConfig,
+    Message,
+    ModelAPI,
+    OmittedError,
+)
 from plugins.score.tally import Record, outcome_of, score_by_set
 from plugins.score.transcripts import (
     TranscriptError,
@@ -80,6 +88,7 @@ class Options:
     model_url: str | None = None
     model_id: str | None = None
     model_key_env: str | None = None
+    model_sets: tuple[str, ...] = ()  # --model-set FIELD=VALUE: registry fields for --model-url or an entry
     registry: Path | None = None
     key: str | None = None  # None: DEFAULT_KEY, or whatever --items carries
     key_intended: bool = False
@@ -122,7 +131,7 @@ class Options:
             for flag, value in (("--model-id", self.model_id), ("--model-key-env", self.model_key_env),
                                 ("--items", self.items_path), ("--two-step", self.two_step),
                                 ("--key-intended", self.key_intended), ("--refresh", self.refresh),
-                                ("--run-dir", self.run_dir)):
+                                ("--run-dir", self.run_dir), ("--model-set", self.model_sets)):
                 if value:
                     raise ScoringConfigError(f"{flag} only applies when scoring: add --model NAME or --model-url URL")
             return
@@ -150,6 +159,7 @@ def options_from(getoption: Callable[..., Any], rootdir: Path) -> Options:
     return Options(
         model=getoption("st_model"), model_url=getoption("st_model_url"), model_id=getoption("st_model_id"),
         model_key_env=getoption("st_model_key_env"), registry=path(getoption("st_registry")),
+        model_sets=tuple(getoption("st_model_set", None) or ()),
         key=getoption("st_key"), key_intended=bool(getoption("st_key_intended")),
         items_path=path(getoption("st_items")), passes=int(getoption("st_passes")),
         refresh=bool(getoption("st_refresh")), two_step=bool(getoption("st_two_step")),
@@ -188,6 +198,8 @@ def resolve_model(opts: Options) -> ModelInfo:
     """Find the model without starting it: a baseline, --model-url, or a registry entry."""
     from plugins.score.baselines import BASELINES, HEURISTICS, is_heuristic, make_heuristic
 
+    if opts.model_sets and not opts.model_url and (opts.model in BASELINES or is_heuristic(opts.model)):
+        raise ScoringConfigError(f"--model-set sets a served model's fields; {opts.model!r} is a baseline with none")
     if opts.model in BASELINES and not opts.model_url:
         factory = BASELINES[opts.model]
         probe = factory()
@@ -201,12 +213,20 @@ def resolve_model(opts: Options) -> ModelInfo:
             raise ScoringConfigError(str(exc)) from None
         return ModelInfo(probe.name, probe.model_id, "", GenerateConfig(),
                          lambda: make_heuristic(probe.name, probe.families_root, probe.key))
-    from plugins.score.registry import RegistryError, load_registry, make_model, spec_from_url
+    from plugins.score.registry import (
+        RegistryError,
+        load_registry,
+        make_model,
+        parse_settings,
+        spec_from_url,
+        with_settings,
+    )
 
     try:
+        settings = parse_settings(opts.model_sets)
         if opts.model_url:
             spec = spec_from_url(opts.model_url, opts.model_id or "", name=opts.model or opts.model_id,
-                                 api_key_env=opts.model_key_env)
+                                 api_key_env=opts.model_key_env, **settings)
         else:
             registry = load_registry(opts.registry or Path(opts.rootdir, "models.toml"))
             if opts.model not in registry:
@@ -215,7 +235,7 @@ def resolve_model(opts: Options) -> ModelInfo:
                     f"--model {opts.model!r} is not in {opts.registry or 'models.toml'} and is not a baseline; "
                     f"use one of {', '.join(known)}, or --model-url URL --model-id ID"
                 )
-            spec = registry[opts.model]
+            spec = with_settings(registry[opts.model], settings)
     except RegistryError as exc:
         raise ScoringConfigError(str(exc)) from None
     if spec.api_key_env and not os.environ.get(spec.api_key_env, "").strip():
@@ -314,9 +334,14 @@ class CaseResult:
     reused: bool
     omitted_reason: str = ""
     key_measured: bool = True
+    stop_reason: str | None = None
+    omitted_for: str = ""  # "context" when the prompt could not fit the model's window
 
     def explain(self) -> str:
         key = "" if self.key_measured else " (intended winner: the key was NOT measured)"
+        if self.outcome == "truncated":
+            return (f"{self.case_id}: truncated: the reply was cut off by its token budget (stop reason "
+                    f"{self.stop_reason!r}), expected {self.expected}{key}; see {self.transcript}")
         if self.outcome == "no-letter":
             return f"{self.case_id}: no answer letter in the trace (expected {self.expected}{key}); see {self.transcript}"
         return f"{self.case_id}: chose {self.chosen}, expected {self.expected}{key}; see {self.transcript}"
@@ -353,14 +378,21 @@ def _turn(model: ModelAPI, messages: list[Message], config: GenerateConfig, ex: 
         "finished_utc": utc_now(),
         "letter": ex.letter(text) if text is not None else None,
         "strict_letter": ex.strict(text) if text is not None else None,
+        "stop_reason": c.stop_reason,
+        "truncated": c.truncated,
+        "reasoning": c.reasoning,  # kept and shown, never scored
         "raw": c.raw,
     }
 
 
-def _score_fields(item: Item, turns: list[dict], two_step: bool, omitted_reason: str) -> dict:
-    """The fields a rerun recomputes: they depend on the key and the extractor, not the model."""
+def _score_fields(item: Item, turns: list[dict], two_step: bool, omitted_reason: str, omitted_for: str = "") -> dict:
+    """The fields a rerun recomputes: they depend on the key and the extractor, not the model.
+
+    A last turn cut off by its budget is "truncated", whatever letter it had reached:
+    the model never finished its answer."""
     last = turns[-1] if turns else {}
-    chosen, strict = last.get("letter"), last.get("strict_letter")
+    truncated = bool(last.get("truncated")) and not omitted_reason
+    chosen, strict = (None, None) if truncated else (last.get("letter"), last.get("strict_letter"))
     toks = [(t["prompt_tokens"], t["completion_tokens"]) for t in turns]
     tokens = None if not toks or any(p is None or c is None for p, c in toks) else sum(p + c for p, c in toks)
     return {
@@ -371,8 +403,10 @@ def _score_fields(item: Item, turns: list[dict], two_step: bool, omitted_reason:
         "first_choice": turns[0]["letter"] if two_step and turns else None,
         "chosen": None if omitted_reason else chosen,
         "strict": None if omitted_reason else strict,
-        "outcome": "omitted" if omitted_reason else outcome_of(item.answer, chosen),
+        "outcome": "omitted" if omitted_reason else outcome_of(item.answer, chosen, truncated=truncated),
         "omitted_reason": omitted_reason,
+        "omitted_for": omitted_for if omitted_reason else "",
+        "stop_reason": last.get("stop_reason"),
         "tokens": tokens,
         "latency_s": sum(t["latency_s"] for t in turns),
         "attempts": sum(t["attempts"] for t in turns),
@@ -388,6 +422,8 @@ def _reusable(saved: dict, case: Case, info: ModelInfo, two_step: bool, ex: Extr
     turns = saved.get("turns") or []
     if not turns:
         return False
+    if saved.get("outcome") == "truncated" and (saved.get("generation") or {}).get("max_tokens") != info.config.max_tokens:
+        return False  # cut off by a budget that has changed since: ask again with the new one
     if not two_step:
         return len(turns) == 1
     first = ex.letter(turns[0]["response"]) if turns[0].get("response") is not None else None
@@ -411,6 +447,7 @@ def _result(data: dict, path: Path, case: Case, reused: bool) -> CaseResult:
         case_id=case.id, expected=data["expected"], chosen=data["chosen"], first_choice=data["first_choice"],
         strict=data["strict"], outcome=data["outcome"], tokens=data["tokens"], latency_s=data["latency_s"],
         transcript=path, reused=reused, omitted_reason=data["omitted_reason"], key_measured=case.item.key.measured,
+        stop_reason=data.get("stop_reason"), omitted_for=data.get("omitted_for", ""),
     )
 
 
@@ -451,16 +488,17 @@ def run_case(case: Case, model: ModelAPI, info: ModelInfo, run_dir: Path, *,
     started = utc_now()
     messages = [Message("user", item.prompt)]
     turns: list[dict] = []
-    omitted = ""
+    omitted = omitted_for = ""
     try:
         turns.append(_turn(model, messages, info.config, ex))
         first = turns[0]["letter"]
-        if two_step and first is not None:
+        if two_step and first is not None and not turns[0]["truncated"]:
             messages = messages + [Message("assistant", turns[0]["response"] or ""),
                                    Message("user", followup_message(item, first))]
             turns.append(_turn(model, messages, info.config, ex))
     except OmittedError as exc:
         omitted = str(exc) or "no model turn after retries"
+        omitted_for = "context" if isinstance(exc, ContextOverflowError) else ""
     data = {
         "pass": case.pass_index,
         "model": {"name": info.name, "id": info.model_id, "base_url": info.base_url},
@@ -469,7 +507,7 @@ def run_case(case: Case, model: ModelAPI, info: ModelInfo, run_dir: Path, *,
         "turns": turns,
         "started_utc": started,
         "finished_utc": utc_now(),
-        **_score_fields(item, turns, two_step, omitted),
+        **_score_fields(item, turns, two_step, omitted, omitted_for),
     }
     write_transcript(path, data)
     return _result(data, path, case, reused=False)
@@ -490,6 +528,7 @@ def properties(case: Case, info: ModelInfo, result: CaseResult, rootdir: Path, t
         ("key_fragile", "true" if case.item.key.fragile else "false"),
         ("expected", result.expected), ("chosen", result.chosen or ""),
         ("strict", result.strict or ""), ("outcome", result.outcome),
+        ("stop_reason", result.stop_reason or ""), ("omitted_for", result.omitted_for),
         ("tokens", "" if result.tokens is None else result.tokens), ("latency_s", result.latency_s),
         ("transcript", str(shown)), ("reused_transcript", "true" if result.reused else "false"),
         ("mode", "two-step" if two_step else "one-step"),

@@ -12,7 +12,9 @@ from fractions import Fraction
 from typing import Iterable, Mapping
 
 from plugins.items.options import ALL_CONDITIONS, CONDITIONS, conditions_for  # CONDITIONS: re-exported for the tables
-OUTCOMES = ("correct", "wrong", "no-letter", "omitted")
+# truncated: the reply was cut off by its token budget (scored, never correct, counted apart
+# from misses); omitted: no model turn, or (omitted_for "context") the prompt could not fit.
+OUTCOMES = ("correct", "wrong", "no-letter", "truncated", "omitted")
 # Two-sided 95%: the normal quantile at 0.975.
 Z95 = 1.959963984540054
 
@@ -35,6 +37,7 @@ class Record:
     key_fragile: bool = False  # the family's key is kept but its ratio interval reaches below 1.08
     family_set: str = "classic"  # the family set the item belongs to (classic, hard, diagnose)
     group: str = ""  # a data group's id, its members joined by '+' (plugins.score.groups scores the group)
+    omitted_for: str = ""  # "context": omitted because the prompt could not fit the model's window
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -43,8 +46,11 @@ class Record:
             raise ValueError(f"record {self.item}: condition {self.condition!r} is not one of {ALL_CONDITIONS}")
 
 
-def outcome_of(expected: str, chosen: str | None) -> str:
-    """The outcome of a turn that came back: no letter is a miss, never omitted."""
+def outcome_of(expected: str, chosen: str | None, truncated: bool = False) -> str:
+    """The outcome of a turn that came back: no letter is a miss, never omitted; a turn cut
+    off by its budget is truncated, whatever letter it had reached."""
+    if truncated:
+        return "truncated"
     if chosen is None:
         return "no-letter"
     return "correct" if chosen == expected else "wrong"
@@ -89,10 +95,16 @@ class Cell:
     """One cell of the table: correct out of the items that came back."""
 
     correct: int
-    n: int  # denominator: items scored, omitted excluded
+    n: int  # denominator: items scored (truncated included), omitted excluded
     no_letter: int
-    omitted: int
+    omitted: int  # every omitted item, omitted_context included
     strict_correct: int
+    truncated: int = 0
+    omitted_context: int = 0  # omitted because the prompt could not fit the model's window
+
+    @property
+    def omitted_no_answer(self) -> int:
+        return self.omitted - self.omitted_context
 
     @property
     def interval(self) -> Interval | None:
@@ -112,6 +124,8 @@ def cell(records: Iterable[Record]) -> Cell:
         no_letter=sum(r.outcome == "no-letter" for r in scored),
         omitted=len(rs) - len(scored),
         strict_correct=sum(r.strict is not None and r.strict == r.expected for r in scored),
+        truncated=sum(r.outcome == "truncated" for r in scored),
+        omitted_context=sum(r.outcome == "omitted" and r.omitted_for == "context" for r in rs),
     )
 
 
@@ -270,7 +284,9 @@ def cell_json(c: Cell) -> dict:
         "correct": c.correct,
         "n": c.n,
         "no_letter": c.no_letter,
+        "truncated": c.truncated,
         "omitted": c.omitted,
+        "omitted_context": c.omitted_context,
         "strict_correct": c.strict_correct,
         "wilson95_low": iv.low if iv else None,
         "wilson95_high": iv.high if iv else None,

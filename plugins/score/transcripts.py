@@ -91,6 +91,7 @@ def record_of(data: dict, path: Path | str = "<transcript>") -> Record:
             key_fragile=bool(data["key"].get("fragile", False)),
             family_set=str(data.get("set", "classic")),
             group=str(data.get("group") or ""),
+            omitted_for=str(data.get("omitted_for") or ""),
         )
     except KeyError as exc:
         raise TranscriptError(

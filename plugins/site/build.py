@@ -36,7 +36,8 @@ def _env():
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.globals.update(CONDITIONS=CONDITIONS, ORDERS=ORDERS, cond_cell=pages.cond_cell, colours={
         "ink": charts.INK, "grey": charts.GREY, "pale": charts.PALE, "green": charts.GREEN, "blue": charts.BLUE,
-        "light_blue": charts.LIGHT_BLUE}, fmt_ms=charts.fmt_ms, OUTCOME_WORDS=pages.OUTCOME_WORDS)
+        "light_blue": charts.LIGHT_BLUE}, fmt_ms=charts.fmt_ms, OUTCOME_WORDS=pages.OUTCOME_WORDS,
+        outcome_word=pages.outcome_word)
     env.filters.update(
         pct=lambda x: "n/a" if x is None else f"{100 * x:.0f}%",
         num=lambda x, d=2: "n/a" if x is None else f"{x:.{d}f}",
@@ -63,6 +64,7 @@ class Site:
         self.env = _env()
         self.env.globals["CONDITIONS"] = pages.site_conditions(self.runs)  # no-cue too once a diagnose run is read
         self.written: list[str] = []
+        self.skipped: list[str] = []  # empty run folders left out, each with why
         self.sets = {f.name: f.set for f in self.families}
 
     def page(self, template: str, path: str, runs: Sequence[Run], title: str, **ctx: Any) -> None:
@@ -111,6 +113,7 @@ class Site:
                   effects=[e for e in pages.effects([run])], disagreements=pages.disagreements(run),
                   no_letter=[t for t in pages.ordered_traces(run) if t.record.outcome == "no-letter"],
                   omitted=[t for t in pages.ordered_traces(run) if t.record.outcome == "omitted"],
+                  truncated=[t for t in pages.ordered_traces(run) if t.record.outcome == "truncated"],
                   item_path=pages.item_path, family_path=pages.family_path, chart=pages.scores_svg([run]))
 
     def item_pages(self, run: Run) -> None:
@@ -159,7 +162,8 @@ def build_site(run_folders: Sequence[Path], out: Path, families_root: Path = Pat
                         "folder or empty it")
     if not Path(families_root).is_dir():
         raise SiteError(f"{families_root}: no such folder; fix: run from the repository root or pass --families")
-    runs = read_runs(run_folders)
+    skipped: list[str] = []
+    runs = read_runs(run_folders, skipped)
     families = load_families(Path(families_root), Path(slips_root))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -177,6 +181,7 @@ def build_site(run_folders: Sequence[Path], out: Path, families_root: Path = Pat
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     site.out = out
+    site.skipped = skipped
     return site
 
 
@@ -194,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RunFolderError, SiteError, ValueError) as exc:
         ap.error(str(exc))
     items = sum(len(r.traces) for r in site.runs)
+    for note in site.skipped:
+        sys.stdout.write(f"note: {note}\n")
     sys.stdout.write(f"wrote {len(site.written)} pages for {len(site.runs)} run(s), {items} item page(s), "
                      f"{len(site.families)} families: open {site.out / 'index.html'}\n")
     return 0

@@ -38,7 +38,17 @@ def views(runs: Sequence[Run]) -> tuple[str, ...]:
 def cond_cell(score: Any, condition: str) -> Cell:
     """A score's cell of `condition`, empty where its set has no such condition."""
     return score.conditions.get(condition) or EMPTY
-OUTCOME_WORDS = {"correct": "correct", "wrong": "wrong letter", "no-letter": "no letter", "omitted": "omitted"}
+
+
+OUTCOME_WORDS = {"correct": "correct", "wrong": "wrong letter", "no-letter": "no letter",
+                 "truncated": "truncated (token budget)", "omitted": "omitted"}
+
+
+def outcome_word(rec: Record) -> str:
+    """The outcome as a reader reads it; an omission says why (the window, or no answer)."""
+    if rec.outcome == "omitted":
+        return "omitted: prompt too long" if rec.omitted_for == "context" else "omitted: no answer"
+    return OUTCOME_WORDS[rec.outcome]
 
 
 # -- paths ---------------------------------------------------------------------
@@ -151,7 +161,9 @@ class BoardRow:
     strict_total: CellView
     full_minus_source: int | None
     no_letter: int
-    omitted: int
+    omitted: int  # with no answer (the server gave no turn)
+    truncated: int = 0
+    omitted_context: int = 0  # the prompt did not fit the model's window
 
 
 def board_rows(runs: Sequence[Run]) -> list[BoardRow]:
@@ -161,7 +173,8 @@ def board_rows(runs: Sequence[Run]) -> list[BoardRow]:
         for s in r.scores:
             rows.append(BoardRow(r, s.pass_index, {c: cell_view(cond_cell(s, c)) for c in conds},
                                  cell_view(s.total), cell_view(s.total, strict=True), s.full_minus_source,
-                                 s.total.no_letter, s.total.omitted))
+                                 s.total.no_letter, s.total.omitted_no_answer, s.total.truncated,
+                                 s.total.omitted_context))
     return rows
 
 
@@ -202,6 +215,8 @@ class HeatCell:
     no_letter: int
     omitted: int
     marks: tuple[Mark, ...] = ()
+    truncated: int = 0
+    omitted_context: int = 0
 
     @property
     def fraction(self) -> float | None:
@@ -242,7 +257,7 @@ def mark(run: Run, t: Trace, root: str = "") -> Mark:
     r = t.record
     got = r.chosen or "–"
     return Mark(root + item_path(run, r), r.outcome,
-                f"{r.item} (pass {r.pass_index}): {OUTCOME_WORDS[r.outcome]}, chose {got}, key {r.expected}", got)
+                f"{r.item} (pass {r.pass_index}): {outcome_word(r)}, chose {got}, key {r.expected}", got)
 
 
 def heat_cells(run: Run, family: str, root: str = "", shown: Sequence[str] | None = None) -> dict[str, HeatCell]:
@@ -252,7 +267,7 @@ def heat_cells(run: Run, family: str, root: str = "", shown: Sequence[str] | Non
         ts = [t for t in traces if view == "all" or t.record.condition == view]
         c = cell(t.record for t in ts)
         out[view] = HeatCell(run.name, family, view, c.correct, c.n, c.no_letter, c.omitted,
-                             tuple(mark(run, t, root) for t in ts))
+                             tuple(mark(run, t, root) for t in ts), c.truncated, c.omitted_context)
     return out
 
 
@@ -347,8 +362,12 @@ def trace_segments(text: str | None) -> list[Segment]:
     return [Segment(text[: m.start()]), Segment(m.group(0), "strict"), Segment(text[m.end():])]
 
 
-def explain_letters(tolerant: str | None, strict: str | None, text: str | None) -> str:
+def explain_letters(tolerant: str | None, strict: str | None, text: str | None, outcome: str = "") -> str:
     """Why the tolerant extractor (the score) and the strict regex read what they read."""
+    if outcome == "truncated":
+        return ("The reply was cut off by its token budget before it finished, so no letter is scored: the item "
+                "counts as truncated, apart from the misses. A reasoning model can spend the whole budget thinking; "
+                "raise max_tokens and rerun with --refresh to ask it again.")
     if not text:
         return "The model returned no text, so neither extractor could read a letter."
     if tolerant is None and strict is None:
@@ -397,6 +416,9 @@ class Turn:
     latency_s: float | None
     attempts: int | None
     started_utc: str
+    stop_reason: str = ""  # the server's own word (finish_reason / stop_reason)
+    truncated: bool = False
+    reasoning: str = ""  # a separate reasoning channel: shown, never scored
 
 
 @dataclass
@@ -435,7 +457,8 @@ def _turns(transcript: Mapping | None) -> list[Turn]:
         out.append(Turn(i, followup, trace_segments(t.get("response")), t.get("response"), t.get("letter"),
                         t.get("strict_letter"), str(t.get("response_model") or ""),
                         "n/a" if pt is None or ct is None else f"{pt} in, {ct} out",
-                        t.get("latency_s"), t.get("attempts"), str(t.get("started_utc") or "")))
+                        t.get("latency_s"), t.get("attempts"), str(t.get("started_utc") or ""),
+                        str(t.get("stop_reason") or ""), bool(t.get("truncated")), str(t.get("reasoning") or "")))
     return out
 
 
@@ -482,7 +505,7 @@ def item_page(run: Run, t: Trace, index: ItemIndex, families: Sequence[FamilyVie
     fam = fv.family if fv else None
     return ItemPage(
         run=run, trace=t, prompt=prompt, prompt_parts=split_prompt(prompt), turns=turns,
-        explanation=explain_letters(rec.chosen, rec.strict, turns[-1].response if turns else None),
+        explanation=explain_letters(rec.chosen, rec.strict, turns[-1].response if turns else None, rec.outcome),
         options=options, match_note=m.note, verified=m.verified, key=key,
         key_gpu_name=gpu_name(families, rec.key) if rec.key_measured else _known_gpu(rec.key),
         fragile=(None if not rec.key_measured else

@@ -107,6 +107,9 @@ def expand(args: Sequence[str]) -> list[Path]:
                 out += subs
             elif h.is_dir() and not any(h.iterdir()):
                 continue  # an empty reports/runs/: no run yet
+            elif h.is_dir() and all(d.is_dir() and not any(d.rglob("*.json")) and not any(d.rglob("*.xml"))
+                                    for d in h.iterdir()):
+                continue  # only folders with nothing scored in them (a run that built no item)
             else:
                 raise RunFolderError(
                     f"{h}: not a run folder (no {SHEET} and no transcripts/ in it or in its subfolders); fix: pass "
@@ -218,9 +221,32 @@ def read_run_folder(folder: Path) -> list[Run]:
     return runs
 
 
-def read_runs(folders: Sequence[Path]) -> list[Run]:
+def is_empty_run(folder: Path) -> str:
+    """Why a run folder holds nothing to show ("" when it has something): no scored item in its
+    sheet and no transcript (a run that built no item, e.g. `make run` before any key is measured)."""
+    folder = Path(folder)
+    transcripts = list((folder / "transcripts").rglob("*.json")) if (folder / "transcripts").is_dir() else []
+    if transcripts:
+        return ""
+    if (folder / SHEET).is_file():
+        try:
+            if read_junit(folder / SHEET):
+                return ""
+        except LeaderboardError:
+            return ""  # unreadable: read_run_folder names the problem
+        return f"{folder}: no scored item in it (the run built no item or was stopped before its first); skipped"
+    return f"{folder}: no score sheet and no transcript in it; skipped"
+
+
+def read_runs(folders: Sequence[Path], notes: list[str] | None = None) -> list[Run]:
+    """The runs of the folders; an empty run folder is skipped, with a note appended to `notes`."""
     runs: list[Run] = []
     for f in folders:
+        why = is_empty_run(f)
+        if why:
+            if notes is not None:
+                notes.append(why)
+            continue
         runs += read_run_folder(f)
     names: dict[str, int] = {}
     out = []

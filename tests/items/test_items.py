@@ -21,6 +21,7 @@ from plugins.items.build import (
     Option,
     SnapshotCases,
     build_items,
+    family_digest,
     main,
     read_jsonl,
     task_name,
@@ -99,7 +100,8 @@ def test_six_items_with_mirror_mapping(repo):
         assert it.options[LETTERS.index(it.answer)].rewrite == "rw_two"  # the measured winner
         assert it.answer == ("C" if it.order == "forward" else "B")
         assert it.runtimes_ms == {o.letter: SYNTH_TIMES_MS[o.rewrite] for o in it.options}
-        assert it.key == KeyInfo("h200", True, "families/synth_scale/measurements/h200.json", "synthetic", "2000-01-01T00:00:00Z")
+        assert it.key == KeyInfo("h200", True, "families/synth_scale/measurements/h200.json", "synthetic", "2000-01-01T00:00:00Z",
+                                 gpu_name="NVIDIA H200", sm_count=132, compute_capability="9.0")
         assert it.prompt_sha256 == hashlib.sha256(it.prompt.encode()).hexdigest()
     assert {it.task for it in items} == {f"kernel-compass-{w}-{o}" for w in ("source", "full", "ablated") for o in ORDERS}
 
@@ -183,9 +185,14 @@ def test_jsonl_round_trip(repo, tmp_path):
     assert read_jsonl(out) == items
     rec = json.loads(out.read_text().splitlines()[0])
     assert set(rec) == {"id", "task", "family", "condition", "order", "prompt", "prompt_sha256", "options",
-                        "answer", "runtimes_ms", "key", "set", "group", "pair"}
+                        "answer", "runtimes_ms", "key", "set", "pair", "group", "family_sha256"}
     assert (rec["set"], rec["group"], rec["pair"]) == ("classic", "", "")
     assert rec["key"]["measured"] is True
+    # the GPU of the key file, its flags, and the family's source digest
+    assert (rec["key"]["gpu_name"], rec["key"]["sm_count"], rec["key"]["compute_capability"]) == ("NVIDIA H200", 132, "9.0")
+    assert rec["key"]["noisy"] is False and rec["key"]["fragile"] is False
+    assert rec["family_sha256"] == family_digest(repo / "families" / "synth_scale") and len(rec["family_sha256"]) == 64
+    assert (rec["pair"], rec["group"]) == ("", "")
     assert list(tmp_path.joinpath("out").iterdir()) == [out], "no temp file left behind"
 
 
@@ -199,16 +206,59 @@ def test_read_jsonl_names_the_bad_line(tmp_path):
         read_jsonl(path)
 
 
+def test_family_digest_follows_the_files_but_not_the_key(repo):
+    fam = repo / "families" / "synth_scale"
+    before = family_digest(fam)
+    (fam / "measurements" / "h200.json").write_text("{}")
+    assert family_digest(fam) == before  # the answer key is not the family's source
+    kernel = next(fam.glob("*.cu"))
+    kernel.write_text(kernel.read_text() + "\n// edited\n")
+    assert family_digest(fam) != before
+
+
+def test_flags_and_pair_reach_the_items(repo):
+    rec = synthetic_measurement(SYNTH_TIMES_MS)
+    rec["ranking"].update(noisy=True, fragile=True, fragile_reason="SYNTHETIC")
+    (repo / "families" / "synth_scale" / "measurements" / "h200.json").write_text(json.dumps(rec))
+    toml = repo / "families" / "synth_scale" / "family.toml"
+    if "set = " in toml.read_text():
+        pytest.skip("the synthetic family declares a set; pair is for the hard set")
+    items, _ = build_items(repo / "families", "h200")
+    assert {(it.key.noisy, it.key.fragile) for it in items} == {(True, True)}
+
+
 def test_cli_export(repo, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(repo)
     assert main(["export", "--key", "h200", "--out", str(tmp_path / "items.jsonl")]) == 0
     said = capsys.readouterr().out
     assert said.startswith("wrote 6 items from 1 families") and "measured" in said
     assert len(read_jsonl(tmp_path / "items.jsonl")) == 6
+    line = json.loads((tmp_path / "items.jsonl").read_text().splitlines()[0])
+    assert line["schema"] == "sparktrace.item/2" and set(line["export"]) == {"git_commit", "git_dirty", "tool"}
     assert main(["export", "--key", "h200", "--out", str(tmp_path / "dry.jsonl"), "--key-intended"]) == 0
     said = capsys.readouterr().out
     assert "NOT MEASURED" in said and "KEY NOT MEASURED" in said
     assert all(not it.key.measured for it in read_jsonl(tmp_path / "dry.jsonl"))
+
+
+def test_export_with_no_items_says_so_and_fails(repo, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(repo)
+    out = tmp_path / "none.jsonl"
+    assert main(["export", "--key", "gb10", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "no item on key gb10" in err and "nothing written" in err and "--key-intended" in err
+    assert not out.exists()  # no 0-byte file
+
+
+def test_unknown_schema_is_refused(tmp_path):
+    it = Item("f/source/forward", task_name("source", "forward"), "f", "source", "forward", "p",
+              hashlib.sha256(b"p").hexdigest(), tuple(Option(x, f"r{x}", "t") for x in LETTERS), "A", {}, KeyInfo("h200", False, "x"))
+    path = tmp_path / "x.jsonl"
+    write_jsonl([it], path, export={"git_commit": "x", "git_dirty": False, "tool": "t"})
+    assert read_jsonl(path) == [it]
+    path.write_text(path.read_text().replace("sparktrace.item/2", "sparktrace.item/99"))
+    with pytest.raises(ValueError, match="sparktrace.item/99"):
+        read_jsonl(path)
 
 
 def test_snapshot_cases(repo):

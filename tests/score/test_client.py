@@ -10,6 +10,7 @@ import pytest
 
 import plugins.score.registry as models_mod
 from plugins.score.client import BoundedModel, OpenAIClient, RetryingModel, redact, redact_obj, run_bounded
+from plugins.score.context import ContextCheckedModel
 from plugins.score.modelapi import Completion, FatalModelError, GenerateConfig, Message, OmittedError, RetryableError
 from plugins.score.registry import (
     DEFAULT_REGISTRY,
@@ -123,6 +124,86 @@ def test_registry_fields_and_url_normalisation(tmp_path):
     assert s.extra_body == {"top_p": 0.9}
 
 
+@pytest.mark.parametrize("body,needles", [
+    (GOOD + 'api = "grpc"\n', ["api", "openai, anthropic"]),
+    (GOOD + 'api = "anthropic"\nreasoning_style = "reasoning_effort"\n', ["reasoning_style", "anthropic_thinking"]),
+    (GOOD + 'reasoning_style = "anthropic_thinking"\n', ["reasoning_style", "api 'openai'"]),
+    (GOOD + 'api = "anthropic"\nmax_tokens_field = "max_completion_tokens"\n', ["max_tokens_field", "max_tokens"]),
+    (GOOD + 'api = "anthropic"\nreasoning_style = "anthropic_thinking"\nreasoning = true\ntemperature = 1.0\n',
+     ["thinking_budget_tokens", ">= 1024"]),
+    (GOOD + 'api = "anthropic"\nreasoning_style = "anthropic_thinking"\nreasoning = true\ntemperature = 1.0\n'
+     'thinking_budget_tokens = 8000\nmax_tokens = 4096\n', ["thinking_budget_tokens", "below max_tokens (4096)"]),
+    (GOOD + 'api = "anthropic"\nreasoning_style = "anthropic_thinking"\nreasoning = true\nthinking_budget_tokens = 2000\n',
+     ["temperature", "temperature = 1.0"]),
+    (GOOD + 'thinking_budget_tokens = 2000\n', ["thinking_budget_tokens", "anthropic_thinking"]),
+    (GOOD + 'api_key_env = "K"\napi_key_header = "x api key"\n', ["api_key_header", "header name"]),
+    (GOOD + 'api_key_header = "x-api-key"\n', ["api_key_header", "api_key_env"]),
+    ('[models.m]\nkind = "local"\nmodel_id = "x"\napi = "anthropic"\n', ["local", "OpenAI API"]),
+])
+def test_provider_fields_are_checked(tmp_path, body, needles):
+    path = write(tmp_path, body)
+    with pytest.raises(RegistryError) as info:
+        load_registry(path)
+    msg = str(info.value)
+    assert str(path) in msg and "fix" in msg
+    for n in needles:
+        assert n in msg
+
+
+def test_one_field_chooses_the_anthropic_client(monkeypatch):
+    from plugins.score.anthropic_api import AnthropicClient
+    from plugins.score.registry import make_client
+
+    monkeypatch.setenv("X_TEST_KEY", "k")
+    reg = load_registry(DEFAULT_REGISTRY)
+    native = reg["claude-sonnet-4.5-messages"]
+    assert native.api == "anthropic" and native.base_url == "https://api.anthropic.com/v1"
+    c = make_client(native)
+    assert isinstance(c, AnthropicClient) and c.url == "https://api.anthropic.com/v1/messages"
+    assert c.headers("k") == {"Content-Type": "application/json", "x-api-key": "k", "anthropic-version": "2023-06-01"}
+    assert isinstance(make_client(reg["claude-sonnet-4.5"]), OpenAIClient)  # the compatibility endpoint
+    full = spec_from_url("https://api.anthropic.com/v1/messages", "claude-x", api="anthropic")
+    assert make_client(full).url == "https://api.anthropic.com/v1/messages"
+    thinking = reg["claude-sonnet-4.5-thinking"].generate_config()
+    assert thinking.reasoning is True and thinking.thinking_budget_tokens == 8000 and thinking.temperature == 1.0
+
+
+def test_model_set_takes_every_registry_field_with_its_defaults():
+    from plugins.score.registry import parse_settings
+
+    got = parse_settings(["temperature=1", "max_tokens=16000", "max_tokens_field=max_completion_tokens",
+                          "reasoning=false", "reasoning_style=reasoning_effort", 'reasoning_effort_off="minimal"',
+                          "extra_body={top_p = 0.9}", "context_tokens=32768"])
+    s = spec_from_url("http://127.0.0.1:8000/v1", "gpt-5.4-nano", **got)
+    assert (s.temperature, s.max_tokens, s.max_tokens_field, s.reasoning, s.reasoning_style, s.reasoning_effort_off,
+            dict(s.extra_body), s.context_tokens) == (1.0, 16000, "max_completion_tokens", False, "reasoning_effort",
+                                                      "minimal", {"top_p": 0.9}, 32768)
+    body = OpenAIClient("m", s.base_url, s.model_id, reasoning_style=s.reasoning_style,
+                        reasoning_effort_off=s.reasoning_effort_off, max_tokens_field=s.max_tokens_field,
+                        extra_body=dict(s.extra_body)).request_body([Message("user", "q")], s.generate_config())
+    assert body["max_completion_tokens"] == 16000 and "max_tokens" not in body and body["temperature"] == 1.0
+    assert body["reasoning_effort"] == "minimal" and body["top_p"] == 0.9
+    defaults = spec_from_url("http://127.0.0.1:8000/v1", "m")  # nothing set: the registry's defaults
+    assert (defaults.temperature, defaults.max_tokens, defaults.max_tokens_field, defaults.reasoning,
+            defaults.context_probe) == (ModelSpec.temperature, ModelSpec.max_tokens, "max_tokens", None, "auto")
+    for bad, needle in (("temperature", "not FIELD=VALUE"), ("nosuch=1", "not a setting"),
+                        ("base_url=http://x/v1", "not a setting"), ("max_tokens=0", None)):
+        with pytest.raises(RegistryError, match=needle or "positive integer"):
+            spec_from_url("http://127.0.0.1:8000/v1", "m", **parse_settings([bad]))
+
+
+def test_model_set_overrides_a_registry_entry_and_is_checked_again():
+    from plugins.score.registry import parse_settings, with_settings
+
+    reg = load_registry(DEFAULT_REGISTRY)
+    s = with_settings(reg["gpt-5.4-nano"], parse_settings(["max_tokens=32000"]))
+    assert s.max_tokens == 32000 and s.max_tokens_field == "max_completion_tokens" and s.name == "gpt-5.4-nano"
+    local = with_settings(reg["local"], parse_settings(["max_tokens=64"]))
+    assert local.kind == "local" and local.max_tokens == 64 and local.max_concurrency == 1
+    with pytest.raises(RegistryError, match="--model-set"):
+        with_settings(reg["gpt-5.4-nano"], parse_settings(["reasoning_style=anthropic_thinking"]))
+
+
 def test_spec_from_url():
     s = spec_from_url("http://127.0.0.1:8000/v1/", "llama-3", max_tokens=50)
     assert (s.name, s.base_url, s.model_id, s.api_key_env, s.max_tokens) == (
@@ -135,7 +216,9 @@ def test_make_model_wraps_in_retrying(monkeypatch):
     monkeypatch.setenv("X_TEST_KEY", "k")
     m = make_model(ModelSpec(name="m", model_id="i", base_url="https://x/v1", api_key_env="X_TEST_KEY",
                              max_attempts=7))
-    assert isinstance(m, RetryingModel) and m.max_attempts == 7 and m.name == "m"
+    # the context check outside (it omits before asking), then the retries, as in Inspect AI
+    assert isinstance(m, ContextCheckedModel) and m.name == "m"
+    assert isinstance(m.inner, RetryingModel) and m.inner.max_attempts == 7 and m.inner.name == "m"
     m.close()
 
 

@@ -103,3 +103,21 @@ def test_one_table_per_family_set(tmp_path):
     lines = list(leaderboard_lines(entries))
     assert lines.index("Set classic:") < lines.index("Set hard:")
     assert [l.split("|")[7].strip() for l in lines if l.startswith("| model")] == ["total/12", "total/6"]
+
+
+def test_a_condition_with_no_items_is_absent_not_zero(tmp_path):
+    """Source-only items (no slip yet): full and no-conflicts are drawn absent, not as 0%."""
+    from plugins.score.leaderboard import ABSENT, Entry, bar_values, chart_figure, write_chart
+    from plugins.score.tally import Record, score_by_pass
+
+    recs = [Record(f"f{i}/source/{o}", f"f{i}", "source", o, 1, "A", "A" if i % 2 else "B", None,
+                   "correct" if i % 2 else "wrong", key="fx") for i in range(4) for o in ("forward", "mirror")]
+    e = Entry("m", "one-step", "fx", score_by_pass(recs))
+    assert bar_values(e) == [0.5, None, None]
+    fig = chart_figure([e])
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.texts] == [ABSENT, ABSENT]
+    drawn = [p for p in ax.patches if p.get_fill()]
+    assert [round(p.get_height(), 6) for p in drawn] == [0.5]  # only the source bar is a filled bar
+    write_chart([e], tmp_path / "c.png")
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"

@@ -95,7 +95,13 @@ def test_local_registry_entry_starts_and_stops_its_own_server(tmp_path):
     try:
         out = model.generate([Message("user", "Say hello.")], GenerateConfig(temperature=0.0, max_tokens=8))
         assert out.text and out.attempts == 1 and out.completion_tokens
+        assert out.stop_reason in ("stop", "length")  # kept as the server said it
         assert model.base_url.startswith("http://127.0.0.1:")
+        # the context check: the window we started the server with, the prompt counted by its tokenizer
+        window, counter = model._model().resolve()
+        assert window.tokens == 16384 and counter is not None
+        count = counter([Message("user", "Say hello.")])
+        assert count is not None and "llama-cpp-python /extras/tokenize/count" in count.how and 0 < count.tokens < 40
     finally:
         model.close()
     (log,) = tmp_path.glob("local-server-*.log")

@@ -245,7 +245,7 @@ def test_omitted_items_skip_and_are_asked_again(project, server):
     cases = junit(project.path / "o.xml")
     assert {(s, p["outcome"]) for s, p in cases.values()} == {("skipped", "omitted")}
     row = next(l for l in r.outlines if l.startswith("| fake"))
-    assert row.split("|")[9].strip() == str(N_ITEMS)  # omitted column
+    assert row.split("|")[11].strip() == str(N_ITEMS)  # the "omitted: no answer" column
     server.mode = "answer"
     r2 = run(project, "--model", "fake", "--registry", "reg.toml")
     assert len(server.bodies) == 2 * N_ITEMS  # every omitted item was asked again

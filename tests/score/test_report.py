@@ -2,7 +2,7 @@
 import json
 
 from plugins.score.report import RunReport, no_items_lines, report_lines, unmeasured_banner, write_report
-from plugins.score.tally import CONDITIONS, Record, score_by_pass, score_pass
+from plugins.score.tally import CONDITIONS, Record, score_by_pass, score_json, score_pass
 
 FAMILIES = [f"fam{i:02d}" for i in range(15)]  # SYNTHETIC FIXTURE names
 
@@ -28,9 +28,9 @@ def test_seed_form_table_with_denominators_in_headers():
     header = next(l for l in lines if l.startswith("| model"))
     cols = [c.strip() for c in header.split("|")[1:-1]]
     assert cols == ["model", "pass", "source/30", "full/30", "no-conflicts/30", "total/90", "full-source",
-                    "no-letter", "omitted", "strict total/90"]
+                    "no-letter", "truncated", "omitted: context", "omitted: no answer", "strict total/90"]
     row = [c.strip() for c in next(l for l in lines if l.startswith("| m1")).split("|")[1:-1]]
-    assert row == ["m1", "1", "30", "28", "30", "88", "-2", "0", "0", "88"]
+    assert row == ["m1", "1", "30", "28", "30", "88", "-2", "0", "0", "0", "0", "88"]
     paired = [c.strip() for c in next(l for l in lines if l.startswith("| 1 ") and l.count("|") == 6).split("|")[1:-1]]
     assert paired[:4] == ["1", "30", "2", "0"] and float(paired[4]) == 0.5  # 2 * (1/2)^2
     fam01 = [c.strip() for c in next(l for l in lines if l.startswith("| fam01")).split("|")[1:-1]]
@@ -46,9 +46,36 @@ def test_omitted_shrinks_the_denominator_and_mixed_denominators_show_in_cells():
     header = [c.strip() for c in next(l for l in lines if l.startswith("| model")).split("|")[1:-1]]
     assert header[2] == "source" and header[3] == "full/30"
     row2 = [c.strip() for c in next(l for l in lines if l.startswith("| m1") and "| 2 " in l).split("|")[1:-1]]
-    assert row2[2] == "29/29" and row2[8] == "1"
+    assert row2[2] == "29/29" and row2[10] == "1" and row2[9] == "0"  # omitted, with no answer
     mean = [c.strip() for c in next(l for l in lines if "| mean" in l).split("|")[1:-1]]
-    assert mean[2] == "29.5" and mean[8] == "0.5"
+    assert mean[2] == "29.5" and mean[10] == "0.5"
+
+
+def test_truncated_context_and_misses_are_three_counts():
+    """A reply cut off by its budget, a prompt too long for the window and a miss without a letter
+    each land in their own column, in the run table and the per-family table."""
+    rs = records(drop={("fam00", "source", "forward"), ("fam01", "source", "forward"), ("fam02", "source", "forward"),
+                       ("fam03", "source", "forward")})
+    rs += [Record("fam00/source/forward", "fam00", "source", "forward", 1, "C", None, None, "truncated", key="fx"),
+           Record("fam01/source/forward", "fam01", "source", "forward", 1, "C", None, None, "omitted", key="fx",
+                  omitted_for="context"),
+           Record("fam02/source/forward", "fam02", "source", "forward", 1, "C", None, None, "no-letter", key="fx"),
+           Record("fam03/source/forward", "fam03", "source", "forward", 1, "C", None, None, "omitted", key="fx")]
+    s = score_pass(rs)
+    assert (s.total.truncated, s.total.omitted_context, s.total.omitted_no_answer, s.total.no_letter) == (1, 1, 1, 1)
+    assert s.conditions["source"].n == 28  # truncated counts in the denominator, both omitted do not
+    lines = list(report_lines(RunReport("m1", "fx", "one-step", (s,))))
+    header = [c.strip() for c in next(l for l in lines if l.startswith("| model")).split("|")[1:-1]]
+    row = dict(zip(header, [c.strip() for c in next(l for l in lines if l.startswith("| m1")).split("|")[1:-1]]))
+    assert (row["no-letter"], row["truncated"], row["omitted: context"], row["omitted: no answer"]) == ("1", "1", "1", "1")
+    assert row["source/28"] == "26"
+    fam_header = [c.strip() for c in next(l for l in lines if l.startswith("| family")).split("|")[1:-1]]
+    fam00 = dict(zip(fam_header, [c.strip() for c in next(l for l in lines if l.startswith("| fam00")).split("|")[1:-1]]))
+    fam01 = dict(zip(fam_header, [c.strip() for c in next(l for l in lines if l.startswith("| fam01")).split("|")[1:-1]]))
+    assert fam00["truncated"] == "1" and fam00["omitted: context"] == "0"
+    assert fam01["omitted: context"] == "1" and fam01["truncated"] == "0"
+    js = score_json(s)["total"]
+    assert (js["truncated"], js["omitted_context"], js["omitted"], js["no_letter"]) == (1, 1, 2, 1)
 
 
 def test_unmeasured_key_banner_is_the_first_line_everywhere(tmp_path):

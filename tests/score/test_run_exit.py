@@ -86,6 +86,24 @@ def test_exit_one_without_a_sheet_is_an_error(tmp_path):
 
 def test_make_run_and_dry_run_use_the_wrapper():
     make = (ROOT / "Makefile").read_text()
-    for target in ("run", "dry-run"):
+    for target, sub in (("run", "local"), ("dry-run", "run")):
         recipe = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", make, re.M).group(1)
-        assert "-m plugins.score run" in recipe and "pytest -v" not in recipe, recipe
+        assert f"-m plugins.score {sub}" in recipe and "pytest -v" not in recipe, recipe
+    run = re.search(r"^run:.*\n((?:\t.*\n)+)", make, re.M).group(1)
+    assert "-m plugins.site reports/runs --out reports/site" in run  # then the site, whose index it prints
+
+
+def test_make_run_scores_the_measured_key_else_the_intended_one(monkeypatch):
+    """`python -m plugins.score local` (make run): the measured key when any family has items on it,
+    otherwise the intended winners with --key-intended and their own run folder."""
+    import plugins.items.build as build
+    from plugins.score.__main__ import local_args
+
+    args, why = local_args(["-x"], ROOT)  # nothing is measured in this repository yet
+    assert "--key-intended" in args and "--run-dir=reports/runs/local-intended" in args and args[-1] == "-x"
+    assert "intended winners" in why and "NOT MEASURED" in why
+    fake = [read_jsonl(ITEMS)[0]]  # SYNTHETIC FIXTURE: stands in for a measured item
+    monkeypatch.setattr(build, "build_items", lambda *a, **k: (fake, []))
+    args, why = local_args(["--key", "gb10", "--set=hard"], ROOT)
+    assert "--key-intended" not in args and "--run-dir=reports/runs/local" in args
+    assert args[args.index("--key") + 1] == "gb10" and "--set=hard" in args and "measured" in why

@@ -85,7 +85,8 @@ def test_one_step_writes_a_complete_transcript(tmp_path, items):
     assert r.transcript == transcript_path(tmp_path, "scripted", 1, it.id)
     assert d["prompt_sha256"] == it.prompt_sha256 and d["item"] == it.id and d["pass"] == 1
     assert d["model"] == {"name": "scripted", "id": "fake-1", "base_url": "http://127.0.0.1:9/v1"}
-    assert d["generation"] == {"temperature": 0.0, "max_tokens": 64, "reasoning": None, "seed": None}
+    assert d["generation"] == {"temperature": 0.0, "max_tokens": 64, "reasoning": None, "seed": None,
+                               "thinking_budget_tokens": None}
     assert d["turns"][0]["request"] == [{"role": "user", "content": it.prompt}]
     assert d["turns"][0]["response"].endswith(f"Answer: {it.answer}")
     assert (d["attempts"], d["latency_s"], d["mode"]) == (2, 0.25, "one-step")
@@ -99,6 +100,84 @@ def test_outcomes_wrong_and_no_letter(tmp_path, items):
     r = run(case(items), Scripted(lambda m: "I cannot decide."), info(), tmp_path, refresh=True)
     assert (r.outcome, r.chosen) == ("no-letter", None)
     assert "no answer letter" in r.explain()
+
+
+class Replies:
+    """A fake model whose completions (text, stop reason, reasoning) come from a list, in turn."""
+
+    name = "scripted"
+
+    def __init__(self, *completions):
+        self.completions, self.calls = list(completions), 0
+
+    def generate(self, messages, config):
+        self.calls += 1
+        out = self.completions.pop(0)
+        if isinstance(out, BaseException):
+            raise out
+        return out
+
+
+def test_truncated_is_its_own_outcome_kept_in_the_transcript(tmp_path, items):
+    """A reasoning model that spends its budget: empty content, finish_reason length. Not a miss:
+    truncated, the stop reason and the reasoning channel in the transcript, the letter it had
+    reached (in its reasoning) never scored."""
+    it = items[0]
+    cut = Completion(text="", model="fake-1", stop_reason="length", reasoning=f"So far: Answer: {it.answer}")
+    r = run(case(items), Replies(cut), info(), tmp_path)
+    assert (r.outcome, r.chosen, r.strict, r.stop_reason) == ("truncated", None, None, "length")
+    assert "truncated" in r.explain() and "'length'" in r.explain()
+    d = read_transcript(r.transcript)
+    t = d["turns"][0]
+    assert (t["stop_reason"], t["truncated"], t["reasoning"], t["letter"]) == ("length", True, cut.reasoning, None)
+    assert (d["outcome"], d["stop_reason"]) == ("truncated", "length")
+    # kept like an answer on a rerun; asked again with --refresh, and when the budget changes
+    again = Replies()
+    assert run(case(items), again, info(), tmp_path).reused and again.calls == 0
+    fresh = Replies(Completion(text=f"Answer: {it.answer}", model="fake-1", stop_reason="stop"))
+    assert run(case(items), fresh, info(), tmp_path, refresh=True).outcome == "correct" and fresh.calls == 1
+    run(case(items), Replies(cut), info(), tmp_path, refresh=True)
+    bigger = ModelInfo("scripted", "fake-1", "", GenerateConfig(temperature=0.0, max_tokens=4096), make=lambda: None)
+    raised = Replies(Completion(text=f"Answer: {it.answer}", model="fake-1", stop_reason="stop"))
+    assert run(case(items), raised, bigger, tmp_path).outcome == "correct" and raised.calls == 1
+
+
+def test_a_cut_off_reply_is_truncated_even_with_a_letter(tmp_path, items):
+    it = items[0]
+    r = run(case(items), Replies(Completion(text=f"Answer: {it.answer} because, first, the", model="f",
+                                            stop_reason="max_tokens")), info(), tmp_path)
+    assert (r.outcome, r.chosen) == ("truncated", None)
+
+
+def test_reasoning_channel_is_never_scored(tmp_path, items):
+    it = items[0]
+    other = next(L for L in "ABCD" if L != it.answer)
+    r = run(case(items), Replies(Completion(text=f"Answer: {other}", model="f", stop_reason="stop",
+                                            reasoning=f"Answer: {it.answer}")), info(), tmp_path)
+    assert (r.outcome, r.chosen) == ("wrong", other)
+    r = run(case(items), Replies(Completion(text="", model="f", stop_reason="stop", reasoning=f"Answer: {it.answer}")),
+            info(), tmp_path, refresh=True)
+    assert (r.outcome, r.chosen) == ("no-letter", None)
+
+
+def test_context_overflow_is_omitted_for_context_and_asked_again(tmp_path, items):
+    from plugins.score.modelapi import ContextOverflowError
+
+    r = run(case(items), Replies(ContextOverflowError("context: the prompt needs 9000 tokens ...")), info(), tmp_path)
+    assert (r.outcome, r.omitted_for) == ("omitted", "context") and "9000 tokens" in r.omitted_reason
+    d = read_transcript(r.transcript)
+    assert (d["outcome"], d["omitted_for"], d["turns"]) == ("omitted", "context", [])
+    other = run(case(items, 1), Replies(OmittedError("no answer after 4 attempts")), info(), tmp_path)
+    assert (other.outcome, other.omitted_for) == ("omitted", "")  # the other kind of omission
+    again = Replies(Completion(text="Answer: A", model="f", stop_reason="stop"))
+    assert not run(case(items), again, info(), tmp_path).reused and again.calls == 1
+
+
+def test_truncated_first_turn_ends_a_two_step_item(tmp_path, items):
+    it = items[0]
+    m = Replies(Completion(text="Answer: A and", model="f", stop_reason="length"))
+    r = run(case(items), m, info(), tmp_path, two_step=True)
+    assert r.outcome == "truncated" and m.calls == 1  # no follow-up after a cut-off first pick
 
 
 def test_rerun_reuses_transcript_without_calling(tmp_path, items):

@@ -272,3 +272,74 @@ def test_heatmap_columns_group_families_by_set():
               scores=(), notes=(), read_from="test", problems=())
     fams = load_families(ROOT / "families", ROOT / "slips")
     assert pages.family_columns([run], fams) == [("aa_gone", "classic"), ("clamp_smem", "classic"), ("zz_gone", "hard")]
+
+
+def outcomes_run(run_dir: Path) -> None:
+    """A run of the synthetic items written by SparkTrace's own run_case, with a fake model whose
+    replies exercise every outcome: cut off by its budget, too long for the window, no letter,
+    a reasoning channel beside the answer."""
+    from plugins.items.build import read_jsonl
+    from plugins.score.modelapi import Completion, ContextOverflowError, GenerateConfig
+    from plugins.score.session import Case, ModelInfo, run_case
+
+    items = read_jsonl(ITEMS)
+    plan = {items[0].id: Completion(text="", model="fake", stop_reason="length", reasoning="still weighing B"),
+            items[1].id: ContextOverflowError("context: the prompt needs 9000 tokens (SYNTHETIC) plus max_tokens 64"),
+            items[2].id: Completion(text="I would profile it first.", model="fake", stop_reason="stop")}
+
+    class Fake:
+        name = "fake-outcomes"
+
+        def generate(self, messages, config):
+            it = next(i for i in items if i.prompt == messages[-1].content)
+            got = plan.get(it.id, Completion(text=f"Answer: {it.answer}", model="fake", stop_reason="stop",
+                                             reasoning=f"SYNTHETIC reasoning: maybe Answer: {'A' if it.answer != 'A' else 'B'}"))
+            if isinstance(got, Exception):
+                raise got
+            return got
+
+    info = ModelInfo("fake-outcomes", "fake", "http://127.0.0.1:9/v1", GenerateConfig(max_tokens=64), make=Fake)
+    for it in items:
+        run_case(Case(it, 1, 1), Fake(), info, run_dir)
+
+
+def test_truncated_context_and_missed_are_three_counts_on_the_site(tmp_path):
+    outcomes_run(tmp_path / "runs" / "fake")
+    (tmp_path / "runs" / "empty").mkdir()  # what `make run` leaves when no item was built
+    (tmp_path / "runs" / "sheetonly").mkdir()
+    (tmp_path / "runs" / "sheetonly" / "junit.xml").write_text('<testsuites><testsuite name="pytest"/></testsuites>')
+    out = tmp_path / "site"
+    site = build_site(expand([str(tmp_path / "runs")]), out, ROOT / "families", ROOT / "slips", items=[ITEMS])
+    assert [r.name for r in site.runs] == ["fake"]
+    assert len(site.skipped) == 1 and "sheetonly: no scored item" in site.skipped[0]
+    (row,) = pages.board_rows(site.runs)
+    assert (row.no_letter, row.truncated, row.omitted_context, row.omitted) == (1, 1, 1, 0)
+    html = _page(out, "index.html")
+    counts = dict(re.findall(r'data-count="([a-z-]+)">(\d+)<', html))
+    assert counts == {"no-letter": "1", "truncated": "1", "omitted-context": "1", "omitted": "0"}
+    run_html = _page(out, "runs/fake/index.html")
+    assert dict(re.findall(r'data-count="([a-z-]+)">(\d+)<', run_html)) == counts
+    assert 'data-list="truncated"' in run_html and "stop reason length" in run_html
+    assert "omitted: prompt too long" in run_html
+    run = site.runs[0]
+    truncated = next(t for t in run.traces if t.record.outcome == "truncated")
+    page = _page(out, pages.item_path(run, truncated.record))
+    assert 'data-outcome="truncated">truncated (token budget)<' in page
+    assert 'data-stop-reason="turn-1">length<' in page and "TRUNCATED by the token budget" in page
+    assert 'data-reasoning="turn-1"' in page and "still weighing B" in page
+    answered = next(t for t in run.traces if t.record.outcome == "correct")
+    page = _page(out, pages.item_path(run, answered.record))
+    assert "SYNTHETIC reasoning" in page and "never scored" in page  # shown beside the answer, not scored
+
+
+def test_make_report_skips_empty_run_folders_with_a_note(tmp_path, capsys):
+    (tmp_path / "runs" / "local").mkdir(parents=True)
+    (tmp_path / "runs" / "local" / "junit.xml").write_text(
+        '<testsuites><testsuite name="pytest"><testcase classname="t" name="test_item[no-model]">'
+        '<skipped message="no item was built"/></testcase></testsuite></testsuites>')
+    assert main([str(tmp_path / "runs"), "--out", str(tmp_path / "site"), "--families", str(ROOT / "families"),
+                 "--slips", str(ROOT / "slips")]) == 0
+    said = capsys.readouterr().out
+    assert "note: " in said and "local: no scored item" in said and "skipped" in said
+    assert str(tmp_path / "site" / "index.html") in said
+    assert "No run yet" in (tmp_path / "site" / "index.html").read_text()

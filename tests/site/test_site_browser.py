@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from plugins.site import pages
 from plugins.site.build import build_site
 from plugins.site.runs import expand
 
@@ -61,7 +62,12 @@ def site(tmp_path_factory):
                             "--key-intended", f"--run-dir={run}", f"--junitxml={run / 'junit.xml'}"],
                            cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert r.returncode in (0, 1) and (run / "junit.xml").is_file(), r.stdout[-3000:] + r.stderr[-3000:]
-    return build_site([tmp / "runs" / m for m in BASELINES], tmp / "site", ROOT / "families", ROOT / "slips")
+    # and a run on the SYNTHETIC FIXTURE items with every outcome: truncated, too long, no letter, reasoning
+    from test_site import ITEMS, outcomes_run
+
+    outcomes_run(tmp / "runs" / "fake-outcomes")
+    return build_site([*(tmp / "runs" / m for m in BASELINES), tmp / "runs" / "fake-outcomes"], tmp / "site",
+                      ROOT / "families", ROOT / "slips", items=[ITEMS])
 
 
 class Page:
@@ -170,5 +176,21 @@ def test_site_in_chromium(browser, site):
     assert tab.url.endswith(f"/families/{fam}.html")
     page.banner(any(not r.key_measured for r in site.runs if any(t.record.family == fam for t in r.traces)))
     page.shot("family")
+
+    # the new outcomes: three counts on the leaderboard, a truncated item's page with its stop reason
+    # (the fixture's run; a site of SPARKTRACE_SITE_RUNS has whatever its runs had)
+    if "fake-outcomes" in by_name:
+        page.open(out / "index.html")
+        row = tab.locator('#leaderboard tr[data-run="fake-outcomes"]')
+        assert [row.locator(f'[data-count="{k}"]').inner_text()
+                for k in ("no-letter", "truncated", "omitted-context")] == ["1", "1", "1"]
+        fake = by_name["fake-outcomes"]
+        cut = next(t for t in fake.traces if t.record.outcome == "truncated")
+        page.open(out / pages.item_path(fake, cut.record))
+        assert tab.locator('[data-outcome="truncated"]').inner_text().startswith("truncated")
+        assert tab.locator('[data-stop-reason="turn-1"]').inner_text() == "length"
+        tab.locator('[data-reasoning="turn-1"] summary').click()
+        assert "still weighing B" in tab.locator('[data-reasoning="turn-1"] pre').inner_text()
+        page.shot("item-truncated")
 
     assert not page.errors, "\n".join(page.errors)
