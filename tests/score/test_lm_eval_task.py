@@ -31,7 +31,7 @@ def tasks(tmp_path, monkeypatch):
 
     # include_defaults=False: only our folder is indexed (lm-eval ships thousands of task files)
     tm = TaskManager(include_path=str(ROOT / "harnesses" / "lm_eval"), include_defaults=False)
-    assert {"sparktrace", "sparktrace_source", "sparktrace_full", "sparktrace_no_conflicts"} <= set(tm.all_tasks)
+    assert {"sparktrace", "sparktrace_source", "sparktrace_full", "sparktrace_no_conflicts", "sparktrace_no_cue"} <= set(tm.all_tasks)
     loaded = tm.load(["sparktrace"])
     assert set(loaded["group_map"]["sparktrace"]) == {"sparktrace_source", "sparktrace_full", "sparktrace_no_conflicts"}
     return loaded

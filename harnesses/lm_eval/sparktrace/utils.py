@@ -45,3 +45,8 @@ def full_docs(dataset):
 
 def no_conflicts_docs(dataset):
     return _condition(dataset, "no-conflicts")
+
+
+def no_cue_docs(dataset):
+    """The diagnose set's third condition: the slip without the family's declared cue rows."""
+    return _condition(dataset, "no-cue")
