@@ -6,7 +6,7 @@ nonce[i] = the smallest c >= 0 with clz(hash2(mix(key[i]), c)) >= d[i], where mi
 geometric with success probability 2^-d: the difficulty sets the work.
 
 The members differ only in `[data]`: generator "levels" draws each d[i] uniformly from
-the list `d` ([0, 1] easy, [3] mid, [6] hard). key is uniform over uint32 in all three,
+the list `d` ([0, 1] easy, [3, 4] mid, [6] hard). key is uniform over uint32 in all three,
 drawn first from the same rng, so at one seed the members share key.
 
 Statistics of the hidden property at the timing shape (n = 2^23), computed by the builder

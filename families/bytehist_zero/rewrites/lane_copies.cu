@@ -1,6 +1,7 @@
-// Same blocks and reads; the shared histogram has 32 copies, h[bin][lane], and
-// each lane adds into its own copy, so the 32 lanes of a warp always address
-// 32 different banks. Before the global merge, thread t sums the 32 copies of
+// Same blocks and reads; the shared histogram has 32 copies, h[bin][lane], one
+// per lane index: each thread adds into the copy of its lane index (shared by
+// the same lane of the block's 8 warps, so not private to a thread), so the
+// 32 lanes of a warp always address 32 different banks. Before the global merge, thread t sums the 32 copies of
 // bin t, starting at copy `lane`, so that each step reads 32 different banks.
 extern "C" __global__ void k0(const unsigned char* __restrict__ x, const float* __restrict__ v,
                               float* __restrict__ hist, int n)
