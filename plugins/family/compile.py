@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
+from plugins.cache.work import count
+
 # Shared with the GPU run (plugins/measure/device.py passes the same options to CuPy).
 # CuPy 14 always appends -ftz=true and --device-as-default-execution-space to
 # what it hands NVRTC (cupy/cuda/compiler.py), so the CPU check states them
@@ -136,6 +138,7 @@ def compile_source(source: str, arch: str, name: str = "kernel.cu") -> CompileRe
     """Compile to a cubin for `arch` with NVRTC_OPTIONS and collect ptxas's report."""
     from cuda.bindings import nvrtc
 
+    count("nvrtc_compile")
     start = time.perf_counter()
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
@@ -205,6 +208,7 @@ def ptx_entry_params(source: str, name: str = "kernel.cu") -> dict[str, tuple[in
     """
     from cuda.bindings import nvrtc
 
+    count("nvrtc_ptx")
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     try:
         opts = [o.encode() for o in (*NVRTC_OPTIONS, *include_options(), "-arch=compute_90")]

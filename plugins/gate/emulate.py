@@ -51,6 +51,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from plugins.cache.work import count
 from plugins.family.cuda_source import (
     CTYPE_DTYPES,
     POINTER_ONLY_CTYPES,
@@ -298,6 +299,7 @@ def _runtime_object(cache_dir: Path, defines: tuple[str, ...]) -> Path:
     key = _digest(_compiler_id(), " ".join(CXXFLAGS), RUNTIME_OPT, " ".join(defines), *(files[k] for k in sorted(files)))
     obj = cache_dir / f"runtime-{key}.o"
     if not obj.exists():
+        count("emu_runtime_build")
         _atomic_compile(
             [CXX, *CXXFLAGS, RUNTIME_OPT, *defines, "-c", "-x", "c++", str(EMU_DIR / "emu_runtime.cpp")],
             obj, "plugins/gate/emu/emu_runtime.cpp",
@@ -323,6 +325,7 @@ def build(source: str, sigs: Mapping[str, KernelSignature], name: str = "kernel.
     key = _digest(text, runtime.name, KERNEL_OPT, " ".join(KERNEL_FLAGS), " ".join(CXXFLAGS), " ".join(defines))
     lib = cache_dir / f"k-{key}.so"
     if not lib.exists():
+        count("emu_build")
         src = cache_dir / f"k-{key}.cpp"
         fd, tmp = tempfile.mkstemp(prefix=src.name + ".", suffix=".tmp", dir=cache_dir)
         with os.fdopen(fd, "w") as fh:
