@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" == "--cold" ]]; then
-  rm -rf .cache/sparktrace .cache/emu
+  rm -rf .cache/sparktrace
   shift
 fi
 exec .venv/bin/pytest -n "${JOBS:-2}" --set "${SET:-all}" -p no:cacheprovider --work-report --durations=25 -q "$@"

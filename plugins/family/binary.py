@@ -15,7 +15,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from plugins.cache.work import count
+from plugins.cache import store
 from plugins.family.compile import compile_source
 from plugins.family.sass import KernelProfile, profile_text
 
@@ -54,8 +54,13 @@ def nvdisasm_version() -> str:
 
 
 def disassemble(cubin: bytes) -> str:
-    """nvdisasm -c of a cubin: code sections only, one instruction a line."""
-    count("nvdisasm")
+    """nvdisasm -c of a cubin: code sections only, one instruction a line; read back from
+    .cache/sparktrace/ when this cubin was disassembled by this nvdisasm release before."""
+    key = store.digest("nvdisasm -c", cubin, nvdisasm_version())
+    return store.cached("nvdisasm", key, lambda: _nvdisasm(cubin).encode()).decode()
+
+
+def _nvdisasm(cubin: bytes) -> str:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
