@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
-# Flow order. `atomicio` is the one shared module every stage may use.
-STAGES = ("atomicio", "family", "gate", "measure", "items", "score", "site")
+# Flow order. `atomicio` is the one shared module every stage may use; `cache`
+# (work counters, the on-disk cache) comes before every stage that does the work.
+STAGES = ("atomicio", "cache", "family", "gate", "measure", "items", "score", "site")
 HOOK_MODULE = "hooks"
 
 

@@ -15,6 +15,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from plugins.cache import store
 from plugins.family.compile import compile_source
 from plugins.family.sass import KernelProfile, profile_text
 
@@ -53,7 +54,13 @@ def nvdisasm_version() -> str:
 
 
 def disassemble(cubin: bytes) -> str:
-    """nvdisasm -c of a cubin: code sections only, one instruction a line."""
+    """nvdisasm -c of a cubin: code sections only, one instruction a line; read back from
+    .cache/sparktrace/ when this cubin was disassembled by this nvdisasm release before."""
+    key = store.digest("nvdisasm -c", cubin, nvdisasm_version())
+    return store.cached("nvdisasm", key, lambda: _nvdisasm(cubin).encode()).decode()
+
+
+def _nvdisasm(cubin: bytes) -> str:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
@@ -64,14 +71,15 @@ def disassemble(cubin: bytes) -> str:
 
 
 @lru_cache(maxsize=1024)
-def sass_of(source: str, arch: str) -> str:
-    res = compile_source(source, arch)
+def sass_of(source: str, arch: str, name: str = "kernel.cu") -> str:
+    """`name` as test_compiles passes it, so the two share one compile."""
+    res = compile_source(source, arch, name)
     if not res.ok or not res.cubin:
         raise BinaryError(f"does not compile for {arch}: {res.log[:500]}")
     return disassemble(res.cubin)
 
 
 @lru_cache(maxsize=1024)
-def profile_source(source: str, arch: str) -> tuple[KernelProfile, ...]:
+def profile_source(source: str, arch: str, name: str = "kernel.cu") -> tuple[KernelProfile, ...]:
     """Every entry point's instruction profile for `arch`, sorted by kernel name."""
-    return profile_text(sass_of(source, arch), arch)
+    return profile_text(sass_of(source, arch, name), arch)

@@ -14,6 +14,11 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
+import json
+from dataclasses import asdict
+
+from plugins.cache import store
+
 # Shared with the GPU run (plugins/measure/device.py passes the same options to CuPy).
 # CuPy 14 always appends -ftz=true and --device-as-default-execution-space to
 # what it hands NVRTC (cupy/cuda/compiler.py), so the CPU check states them
@@ -124,6 +129,7 @@ def first_error(log: str) -> tuple[int | None, str]:
     return None, (lines[0].strip() if lines else "NVRTC failed without a message")
 
 
+@lru_cache(maxsize=1)
 def nvrtc_version() -> str:
     from cuda.bindings import nvrtc  # lazy: only the compile stage needs it
 
@@ -131,9 +137,43 @@ def nvrtc_version() -> str:
     return f"{major}.{minor}"
 
 
+@lru_cache(maxsize=1)
+def cuda_headers_version() -> str:
+    """CUDA_VERSION of the headers include_options() points at: they are part of every compile."""
+    for opt in include_options()[:1]:
+        text = (Path(opt[2:]) / "cuda.h").read_text(errors="replace") if (Path(opt[2:]) / "cuda.h").is_file() else ""
+        if m := re.search(r"#define\s+CUDA_VERSION\s+(\d+)", text):
+            return m.group(1)
+    return "none"
+
+
+def _compile_key(kind: str, source: str, arch: str, name: str) -> str:
+    """The on-disk cache key: everything NVRTC's output depends on, tool versions included."""
+    return store.digest(kind, source, arch, name, *NVRTC_OPTIONS, *include_options(), nvrtc_version(), cuda_headers_version())
+
+
+def _encode(res: CompileResult) -> bytes:
+    meta = {**asdict(res), "cubin": len(res.cubin)}
+    return json.dumps(meta).encode() + b"\n" + res.cubin
+
+
+def _decode(payload: bytes) -> CompileResult:
+    head, _, cubin = payload.partition(b"\n")
+    meta = json.loads(head)
+    resources = tuple(KernelResources(**r) for r in meta["resources"])
+    return CompileResult(meta["arch"], meta["ok"], meta["log"], resources, meta["seconds"], cubin)
+
+
 @lru_cache(maxsize=512)
 def compile_source(source: str, arch: str, name: str = "kernel.cu") -> CompileResult:
-    """Compile to a cubin for `arch` with NVRTC_OPTIONS and collect ptxas's report."""
+    """Compile to a cubin for `arch` with NVRTC_OPTIONS and collect ptxas's report; read back
+    from .cache/sparktrace/ (plugins/cache/store.py) when this source, name, options and
+    toolchain compiled before. `seconds` is the time the compile itself took."""
+    key = _compile_key("nvrtc_compile", source, arch, name)
+    return _decode(store.cached("nvrtc_compile", key, lambda: _encode(_nvrtc_compile(source, arch, name))))
+
+
+def _nvrtc_compile(source: str, arch: str, name: str) -> CompileResult:
     from cuda.bindings import nvrtc
 
     start = time.perf_counter()
@@ -203,6 +243,12 @@ def ptx_entry_params(source: str, name: str = "kernel.cu") -> dict[str, tuple[in
     Why: the manifest's argument lists are checked against the source text; this
     cross-checks that reading against what NVRTC actually compiled.
     """
+    key = _compile_key("nvrtc_ptx", source, "compute_90", name)
+    got = store.cached_json("nvrtc_ptx", key, lambda: _ptx_entry_params(source, name))
+    return {k: tuple(v) for k, v in got.items()}
+
+
+def _ptx_entry_params(source: str, name: str) -> dict[str, tuple[int, ...]]:
     from cuda.bindings import nvrtc
 
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])

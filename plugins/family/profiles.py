@@ -44,7 +44,7 @@ SUMMARY_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 def candidate_profiles(fam: Family, archs: Sequence[str] | None = None) -> dict[str, dict[str, tuple[KernelProfile, ...]]]:
     """candidate id -> arch -> its kernels' profiles (start, rewrites, wrong variants), on the
     family's targets unless `archs` is given."""
-    return {c.id: {a: profile_source(c.source, a) for a in (archs or fam.targets)} for c in fam.all_candidates}
+    return {c.id: {a: profile_source(c.source, a, c.path.name) for a in (archs or fam.targets)} for c in fam.all_candidates}
 
 
 def check_failures(fam: Family, cand_id: str, profiles: Sequence[KernelProfile]) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
+from plugins.cache.work import count
 from plugins.family.dtypes import np_dtype
 from plugins.gate.compare import Verdict, compare_outputs, poisoned
 from plugins.family.manifest import Candidate, Family
@@ -55,6 +56,7 @@ def make_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> tuple[d
     """host_buffers plus the expected outputs and their error scales."""
     ref = fam.reference_module()
     buffers = host_buffers(fam, shape, seed)
+    count("reference")
     expected = ref.reference({k: v for k, v in buffers.items() if fam.buffer(k).role == "input"}, dict(shape))
     scales = {}
     if hasattr(ref, "error_scale"):

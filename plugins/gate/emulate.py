@@ -51,6 +51,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from plugins.cache.store import kind_dir
+from plugins.cache.work import count
 from plugins.family.cuda_source import (
     CTYPE_DTYPES,
     POINTER_ONLY_CTYPES,
@@ -67,7 +69,6 @@ log = logging.getLogger("sparktrace.emulate")
 
 EMU_DIR = Path(__file__).resolve().parent / "emu"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CACHE = REPO_ROOT / ".cache" / "emu"
 CXX = "g++"
 # -fwrapv: signed overflow wraps as on the GPU; -fno-strict-aliasing: kernels pun
 # float and integer bits through pointers; -fstack-clash-protection: a large
@@ -298,6 +299,7 @@ def _runtime_object(cache_dir: Path, defines: tuple[str, ...]) -> Path:
     key = _digest(_compiler_id(), " ".join(CXXFLAGS), RUNTIME_OPT, " ".join(defines), *(files[k] for k in sorted(files)))
     obj = cache_dir / f"runtime-{key}.o"
     if not obj.exists():
+        count("emu_runtime_build")
         _atomic_compile(
             [CXX, *CXXFLAGS, RUNTIME_OPT, *defines, "-c", "-x", "c++", str(EMU_DIR / "emu_runtime.cpp")],
             obj, "plugins/gate/emu/emu_runtime.cpp",
@@ -314,7 +316,7 @@ _LAUNCH_LOCK = threading.Lock()
 def build(source: str, sigs: Mapping[str, KernelSignature], name: str = "kernel.cu",
           cache_dir: Path | None = None, defines: Sequence[str] = ()) -> tuple[Path, Translated]:
     """The shared library for `source`, compiled once per content hash."""
-    cache_dir = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE
+    cache_dir = Path(cache_dir) if cache_dir is not None else kind_dir("emu_build")  # plugins/cache/store.py
     cache_dir.mkdir(parents=True, exist_ok=True)
     defines = tuple(defines)
     tr = translate(source, name)
@@ -322,6 +324,7 @@ def build(source: str, sigs: Mapping[str, KernelSignature], name: str = "kernel.
     runtime = _runtime_object(cache_dir, defines)
     key = _digest(text, runtime.name, KERNEL_OPT, " ".join(KERNEL_FLAGS), " ".join(CXXFLAGS), " ".join(defines))
     lib = cache_dir / f"k-{key}.so"
+    count("hit:emu_build" if lib.exists() else "emu_build")
     if not lib.exists():
         src = cache_dir / f"k-{key}.cpp"
         fd, tmp = tempfile.mkstemp(prefix=src.name + ".", suffix=".tmp", dir=cache_dir)

@@ -152,7 +152,7 @@ def _plan_sum(cand: Candidate, profiles: Iterable[KernelProfile], cls: str) -> i
 
 def option_facts(cand: Candidate, arch: str, binary: bool = True) -> OptionFacts:
     """The option's facts; without `binary` the SASS counts read 0 (nothing is compiled)."""
-    profs = profile_source(cand.source, arch) if binary else ()
+    profs = profile_source(cand.source, arch, cand.path.name) if binary else ()
     return OptionFacts(cand.text, cand.code, len(cand.launches), _plan_sum(cand, profs, "barriers"),
                        _plan_sum(cand, profs, "vector_memory"))
 

@@ -18,7 +18,7 @@ SYNTH = Path(__file__).resolve().parents[1] / "fixtures" / "items" / "synth_scal
 def test_profile_checks_hold(compile_case):
     """CI's proof that what a family says about its binary is true on this target."""
     fam, cand, arch = compile_case
-    bad = check_failures(fam, cand.id, profile_source(cand.source, arch))
+    bad = check_failures(fam, cand.id, profile_source(cand.source, arch, cand.path.name))
     if bad:
         pytest.fail(f"{fam.name}/{cand.id} on {arch}: profile checks fail:\n  " + "\n  ".join(bad), pytrace=False)
 

@@ -1,0 +1,1 @@
+"""Work counters and the content-addressed on-disk cache every later stage shares."""

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Where the suite's time goes: the tests of `make test` (or a subset) with the
+# work report (NVRTC compiles, nvdisasm runs, emulator builds, reference calls,
+# each done or served from .cache/sparktrace/) and the seconds per stage, plus
+# pytest's 25 slowest phases.
+#   scripts/work-report.sh [--cold] [pytest arguments]   e.g. --set classic tests/family
+# --cold empties .cache/sparktrace first. SET (default all) and JOBS (default 2) as in the Makefile.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [[ "${1:-}" == "--cold" ]]; then
+  rm -rf .cache/sparktrace
+  shift
+fi
+exec .venv/bin/pytest -n "${JOBS:-2}" --set "${SET:-all}" -p no:cacheprovider --work-report --durations=25 -q "$@"
