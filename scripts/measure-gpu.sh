@@ -139,24 +139,23 @@ else
 fi
 rc=$?
 
-# A sticky CUDA error (say, an illegal address) kills the process's context;
-# the families it left unmeasured are run once more in a fresh process.
-rerun=$("$PY" - "$OUT" <<'PYEOF'
-import json, sys
-from pathlib import Path
-names = [json.loads(p.read_text())["family"] for p in sorted((Path(sys.argv[1]) / "reports" / "measure").glob("*/*.json"))
-         if json.loads(p.read_text()).get("reason", "").startswith("context: not measured")]
-sys.stdout.write(",".join(names))
-PYEOF
-)
-if [ -n "$rerun" ] && [ $SLIPS_ONLY = 0 ]; then
-    say "== the CUDA context was lost; measuring again in a new process: $rerun"
-    run_pass "$OUT/measure-rerun.log" --measure-families "$rerun" --junitxml "$OUT/junit-rerun.xml"
+# A sticky CUDA error (say, an illegal address) kills the process's context, and a hung
+# family ends its process with status 10 (plugins.measure.gpu_run HUNG): the families left
+# unmeasured are run again in a fresh process, with the user's own arguments (--set all,
+# --no-ncu, --measure-blocks, ...), up to MEASURE_RERUNS times.
+RERUNS=${MEASURE_RERUNS:-3}
+n=0
+while [ $SLIPS_ONLY = 0 ] && [ "$n" -lt "$RERUNS" ]; do
+    rerun=$("$PY" -m plugins.measure.gpu_run rerun "$OUT")
+    [ -n "$rerun" ] || break
+    n=$(( n + 1 ))
+    say "== the CUDA context was lost or a family hung; measuring again in a new process ($n of $RERUNS): $rerun"
+    run_pass "$OUT/measure-rerun-$n.log" "$@" --measure-families "$rerun" --junitxml "$OUT/junit-rerun-$n.xml"
     rc2=$?
-    [ "$rc" -eq 0 ] && rc=$rc2
-fi
+    [ "$rc" -eq 0 ] && rc=$rc2  # a hang stays 10: finish reads it from the summaries too
+done
 
-FIN_ARGS=(--pytest-rc "$rc" --state-dir "$STATE_DIR")
+FIN_ARGS=(--pytest-rc "$rc" --state-dir "$STATE_DIR" --pass-args "$("$PY" -c 'import shlex, sys; print(shlex.join(sys.argv[1:]))' "$@")")
 [ $KEEP_LOOSE = 1 ] && FIN_ARGS+=(--keep-loose)
 [ $SLIPS_ONLY = 1 ] && FIN_ARGS+=(--slips-only)
 [ $SLIPS_ONLY = 0 ] && rm -rf "$STATE_DIR"
