@@ -58,6 +58,11 @@ say() { echo "$*" | tee -a "$LOG"; }
 
 say "== SparkTrace measure pass: $(date -u +%Y-%m-%dT%H:%M:%SZ), repo $REPO, out $OUT, hard stop ${HARD} s$( [ $SLIPS_ONLY = 1 ] && echo ', slips only')"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader 2>&1 | tee -a "$LOG"
+# CuPy per driver: cupy-cuda13x needs a CUDA 13 driver (580 or newer); a CUDA 12 driver needs cupy-cuda12x.
+DRIVER=$(command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+if [ -n "$DRIVER" ] && [ "${DRIVER%%.*}" -lt 580 ] 2>/dev/null; then
+    say "== driver $DRIVER is a CUDA 12 driver (< 580): cupy-cuda13x (requirements-gpu.txt) cannot run here; install cupy-cuda12x==14.2.0 instead (docs/gpu-run.md)"
+fi
 
 missing=$("$PY" - <<'PYEOF'
 import importlib.util
