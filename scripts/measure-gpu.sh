@@ -66,7 +66,7 @@ fi
 
 missing=$("$PY" - <<'PYEOF'
 import importlib.util
-need = ["cupy", "numpy", "pytest", "pytest_benchmark", "tabulate", "pynvml"]
+need = ["cupy", "numpy", "ml_dtypes", "pytest", "pytest_benchmark", "tabulate", "pynvml"]
 print(" ".join(n for n in need if importlib.util.find_spec(n) is None))
 PYEOF
 )
