@@ -58,10 +58,15 @@ say() { echo "$*" | tee -a "$LOG"; }
 
 say "== SparkTrace measure pass: $(date -u +%Y-%m-%dT%H:%M:%SZ), repo $REPO, out $OUT, hard stop ${HARD} s$( [ $SLIPS_ONLY = 1 ] && echo ', slips only')"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader 2>&1 | tee -a "$LOG"
+# CuPy per driver: cupy-cuda13x needs a CUDA 13 driver (580 or newer); a CUDA 12 driver needs cupy-cuda12x.
+DRIVER=$(command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+if [ -n "$DRIVER" ] && [ "${DRIVER%%.*}" -lt 580 ] 2>/dev/null; then
+    say "== driver $DRIVER is a CUDA 12 driver (< 580): cupy-cuda13x (requirements-gpu.txt) cannot run here; install cupy-cuda12x==14.2.0 instead (docs/gpu-run.md)"
+fi
 
 missing=$("$PY" - <<'PYEOF'
 import importlib.util
-need = ["cupy", "numpy", "pytest", "pytest_benchmark", "tabulate", "pynvml"]
+need = ["cupy", "numpy", "ml_dtypes", "pytest", "pytest_benchmark", "tabulate", "pynvml"]
 print(" ".join(n for n in need if importlib.util.find_spec(n) is None))
 PYEOF
 )
@@ -139,24 +144,23 @@ else
 fi
 rc=$?
 
-# A sticky CUDA error (say, an illegal address) kills the process's context;
-# the families it left unmeasured are run once more in a fresh process.
-rerun=$("$PY" - "$OUT" <<'PYEOF'
-import json, sys
-from pathlib import Path
-names = [json.loads(p.read_text())["family"] for p in sorted((Path(sys.argv[1]) / "reports" / "measure").glob("*/*.json"))
-         if json.loads(p.read_text()).get("reason", "").startswith("context: not measured")]
-sys.stdout.write(",".join(names))
-PYEOF
-)
-if [ -n "$rerun" ] && [ $SLIPS_ONLY = 0 ]; then
-    say "== the CUDA context was lost; measuring again in a new process: $rerun"
-    run_pass "$OUT/measure-rerun.log" --measure-families "$rerun" --junitxml "$OUT/junit-rerun.xml"
+# A sticky CUDA error (say, an illegal address) kills the process's context, and a hung
+# family ends its process with status 10 (plugins.measure.gpu_run HUNG): the families left
+# unmeasured are run again in a fresh process, with the user's own arguments (--set all,
+# --no-ncu, --measure-blocks, ...), up to MEASURE_RERUNS times.
+RERUNS=${MEASURE_RERUNS:-3}
+n=0
+while [ $SLIPS_ONLY = 0 ] && [ "$n" -lt "$RERUNS" ]; do
+    rerun=$("$PY" -m plugins.measure.gpu_run rerun "$OUT")
+    [ -n "$rerun" ] || break
+    n=$(( n + 1 ))
+    say "== the CUDA context was lost or a family hung; measuring again in a new process ($n of $RERUNS): $rerun"
+    run_pass "$OUT/measure-rerun-$n.log" "$@" --measure-families "$rerun" --junitxml "$OUT/junit-rerun-$n.xml"
     rc2=$?
-    [ "$rc" -eq 0 ] && rc=$rc2
-fi
+    [ "$rc" -eq 0 ] && rc=$rc2  # a hang stays 10: finish reads it from the summaries too
+done
 
-FIN_ARGS=(--pytest-rc "$rc" --state-dir "$STATE_DIR")
+FIN_ARGS=(--pytest-rc "$rc" --state-dir "$STATE_DIR" --pass-args "$("$PY" -c 'import shlex, sys; print(shlex.join(sys.argv[1:]))' "$@")")
 [ $KEEP_LOOSE = 1 ] && FIN_ARGS+=(--keep-loose)
 [ $SLIPS_ONLY = 1 ] && FIN_ARGS+=(--slips-only)
 [ $SLIPS_ONLY = 0 ] && rm -rf "$STATE_DIR"

@@ -9,7 +9,8 @@ only sequences these steps and pytest under a hard timeout.
     python -m plugins.measure.gpu_run check-out OUT
     python -m plugins.measure.gpu_run preflight OUT [--no-ncu] [--allow-unknown-commit]
     python -m plugins.measure.gpu_run launch            # the one-line kernel, for ncu to profile
-    python -m plugins.measure.gpu_run finish OUT --pytest-rc N [--keep-loose] [--state-dir DIR] [--slips-only]
+    python -m plugins.measure.gpu_run finish OUT --pytest-rc N [--keep-loose] [--state-dir DIR] [--slips-only] [--pass-args ARGS]
+    python -m plugins.measure.gpu_run rerun OUT         # families a lost context or a hang left unmeasured
 
 Exit statuses (the script's own; docs/gpu-run.md):
 """
@@ -18,19 +19,17 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import re
 import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from plugins.atomicio import write_json_atomic, write_text_atomic
+from plugins.measure.archive import Limits, cap_log, clean_loose, layout_problems, out_dir_problem, write_archives
 
 log = logging.getLogger("sparktrace.gpu_run")
 
@@ -44,6 +43,7 @@ SLIPS_LEFT = 6  # keys done, some slips skipped for time: run the slips-only com
 LAYOUT = 7  # what is left in OUT breaks the return limits: something would not come back
 INTERRUPTED = 8  # the hard timeout stopped pytest (or pytest was interrupted)
 PYTEST_ERROR = 9  # pytest itself failed (internal error, usage error, nothing collected)
+HUNG = 10  # a family hung (recorded as hung); the pytest process exited with this status at once
 STATUS_TEXT = {
     OK: "every selected family measured, every slip captured or deliberately skipped",
     TESTS_FAILED: "tests failed (gate problems, crashes or failed slips): see summary.txt and junit.xml",
@@ -55,30 +55,16 @@ STATUS_TEXT = {
     LAYOUT: "the output breaks the return limits: something would not come back",
     INTERRUPTED: "the hard timeout interrupted pytest: see summary.txt for what was done",
     PYTEST_ERROR: "pytest failed to run (internal or usage error)",
+    HUNG: "a family hung (recorded as hung in summary.txt); the families after it were measured in a new process",
 }
 __doc__ += "".join(f"    {k}  {v}\n" for k, v in STATUS_TEXT.items())
 # Precedence when several apply: the first in this list is the exit status; all are printed.
-PRECEDENCE = (NO_KEY, LAYOUT, INTERRUPTED, TESTS_FAILED, PYTEST_ERROR, NO_PROFILER, SLIPS_LEFT)
+PRECEDENCE = (NO_KEY, LAYOUT, INTERRUPTED, HUNG, TESTS_FAILED, PYTEST_ERROR, NO_PROFILER, SLIPS_LEFT)
 
 PREFLIGHT_KERNEL = "sparktrace_preflight"
 PREFLIGHT_SOURCE = f'extern "C" __global__ void {PREFLIGHT_KERNEL}(int* p) {{ p[0] = 42; }}\n'
 NCU_VERSION_TIMEOUT_S = 30
 NCU_COUNTER_TIMEOUT_S = 60
-KEEP_LOOSE = ("measure.log", "summary.txt")  # left beside the archives in OUT
-
-
-# --------------------------------------------------------------------------- the output folder
-
-
-def out_dir_problem(out: Path, repo: Path) -> str:
-    """Why OUT may not be used (it is cleaned at the end), or ""."""
-    o, r = Path(out).resolve(), Path(repo).resolve()
-    if o == r or r in o.parents:
-        return (f"the output folder {o} is inside the repository {r}; the pass cleans its output folder down to the "
-                "archives, so give a folder outside the repository (on the GPU machine: \"$OUT\")")
-    if o in r.parents:
-        return f"the output folder {o} holds the repository {r}; cleaning it would delete the repository; give another folder"
-    return ""
 
 
 # --------------------------------------------------------------------------- preflight
@@ -266,157 +252,6 @@ def preflight(out: Path, repo: Path, *, want_ncu: bool = True, allow_unknown_com
     return pf
 
 
-# --------------------------------------------------------------------------- archives and the return limits
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What comes back from $OUT on the lent GPU machine (/work/.library/device/README.md)."""
-
-    max_files: int = 8
-    max_file_bytes: int = 16 * 1024 * 1024
-    max_total_bytes: int = 64 * 1024 * 1024
-    max_depth: int = 2  # folders below OUT: OUT/a/b/file comes back, OUT/a/b/c/file does not
-    slack_bytes: int = 1024 * 1024  # kept under each limit for tar and gzip's own bytes
-
-    @property
-    def part_bytes(self) -> int:
-        """Uncompressed bytes per archive: gzip can only grow incompressible input by a few bytes per 32 KiB."""
-        return self.max_file_bytes - self.slack_bytes
-
-
-NAME_OK = re.compile(r"^[A-Za-z0-9._-]+$")
-
-
-def layout_problems(out: Path, limits: Limits = Limits()) -> list[str]:
-    """Every way the files now in OUT break the return limits (empty when all will come back)."""
-    out = Path(out)
-    files = sorted(p for p in out.rglob("*") if p.is_file() or p.is_symlink())
-    problems = []
-    if len(files) > limits.max_files:
-        problems.append(f"{len(files)} files in {out}, at most {limits.max_files} come back")
-    total = 0
-    for p in files:
-        rel = p.relative_to(out)
-        if p.is_symlink():
-            problems.append(f"{rel} is a link; links do not come back")
-            continue
-        size = p.stat().st_size
-        total += size
-        if size > limits.max_file_bytes:
-            problems.append(f"{rel} is {size} bytes, over the {limits.max_file_bytes} a file may have")
-        if len(rel.parts) - 1 > limits.max_depth:
-            problems.append(f"{rel} is {len(rel.parts) - 1} folders down, at most {limits.max_depth} come back")
-        bad = [part for part in rel.parts if not NAME_OK.match(part)]
-        if bad:
-            problems.append(f"{rel}: {bad[0]!r} has characters other than letters, digits, '.', '_' and '-'")
-    if total > limits.max_total_bytes:
-        problems.append(f"{total} bytes in {out}, at most {limits.max_total_bytes} come back")
-    return problems
-
-
-@dataclass(frozen=True)
-class ArchivePlan:
-    archives: tuple[tuple[str, tuple[str, ...]], ...]  # (archive name, member paths relative to OUT)
-    left_out: tuple[tuple[str, str], ...]  # (path, why)
-
-
-def plan_archives(groups: Sequence[tuple[str, Sequence[tuple[str, int]]]], loose: Sequence[tuple[str, int]],
-                  limits: Limits = Limits()) -> ArchivePlan:
-    """Pack `groups` ((archive prefix, [(path, bytes)] in priority order)) into archives
-    `<prefix>.tar.gz`, `<prefix>-2.tar.gz`, … so that with the `loose` files they stay
-    within `limits`: each archive holds at most `limits.part_bytes` of input, there are at
-    most max_files files in all, and the inputs plus a slack per archive total at most
-    max_total_bytes. What does not fit is left out, with why; earlier groups and files win."""
-    room_files = limits.max_files - len(loose)
-    room_bytes = limits.max_total_bytes - sum(s for _, s in loose)
-    parts: list[list] = []  # [name, [paths], input bytes]
-    left: list[tuple[str, str]] = []
-
-    def used() -> int:
-        return sum(q[2] + limits.slack_bytes for q in parts)
-
-    for prefix, files in groups:
-        mine: list[list] = []
-        for path, size in files:
-            if size > limits.part_bytes:
-                left.append((path, f"{size} bytes: larger than the {limits.part_bytes} one archive may hold"))
-                continue
-            target = next((q for q in mine if q[2] + size <= limits.part_bytes), None)
-            if target is not None and used() + size <= room_bytes:
-                target[1].append(path)
-                target[2] += size
-            elif len(parts) < room_files and used() + limits.slack_bytes + size <= room_bytes:
-                q = [f"{prefix}.tar.gz" if not mine else f"{prefix}-{len(mine) + 1}.tar.gz", [path], size]
-                parts.append(q)
-                mine.append(q)
-            else:
-                left.append((path, f"no room left under the return limits ({limits.max_files} files, "
-                                   f"{limits.max_total_bytes} bytes in all)"))
-    return ArchivePlan(tuple((q[0], tuple(q[1])) for q in parts), tuple(left))
-
-
-def _members(out: Path) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
-    """(everything but the raw reports, the .ncu-rep reports), relative to OUT; the loose files excluded."""
-    keys, reps = [], []
-    for p in sorted(Path(out).rglob("*")):
-        if not p.is_file() or p.is_symlink():
-            continue
-        rel = p.relative_to(out).as_posix()
-        if rel in KEEP_LOOSE or (len(p.relative_to(out).parts) == 1 and p.name.startswith("measure-") and p.name.endswith(".tar.gz")):
-            continue
-        (reps if p.suffix == ".ncu-rep" else keys).append((rel, p.stat().st_size))
-    return keys, reps
-
-
-def _key_first(item: tuple[str, int]) -> tuple[int, str]:
-    """Keys and summaries first, then the slips' CSV and JSON, then the rest (logs, benchmark JSON)."""
-    path = item[0]
-    rank = 0 if "/measurements/" in path or path.startswith("reports/") or path == "preflight.json" else \
-        1 if path.startswith("slips/") else 2
-    return rank, path
-
-
-def write_archives(out: Path, limits: Limits = Limits(), priority: Sequence[str] = ()) -> ArchivePlan:
-    """Archive OUT's results next to the loose files; reports of families earlier in `priority` first."""
-    out = Path(out)
-    keys, reps = _members(out)
-    keys.sort(key=_key_first)
-    rank = {name: i for i, name in enumerate(priority)}
-    reps.sort(key=lambda f: (rank.get(Path(f[0]).name.split(".")[0], len(rank)), f[0]))
-    loose = [(n, (out / n).stat().st_size) for n in KEEP_LOOSE if (out / n).is_file()]
-    plan = plan_archives([("measure-keys", keys), ("measure-ncu-rep", reps)], loose, limits)
-    for old in out.glob("measure-*.tar.gz"):
-        old.unlink()
-    for name, members in plan.archives:
-        tmp = out / f".{name}.part"
-        with tarfile.open(tmp, "w:gz") as tar:
-            for m in members:
-                tar.add(out / m, arcname=m, recursive=False)
-        tmp.replace(out / name)
-    return plan
-
-
-def clean_loose(out: Path, repo: Path) -> None:
-    """Leave only the archives and KEEP_LOOSE in OUT (never when OUT and the repository overlap)."""
-    if why := out_dir_problem(out, repo):
-        raise RuntimeError(why)
-    for p in Path(out).iterdir():
-        if p.name in KEEP_LOOSE or (p.name.startswith("measure-") and p.name.endswith(".tar.gz")):
-            continue
-        if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p)
-        else:
-            p.unlink()
-
-
-def cap_log(path: Path, limits: Limits = Limits()) -> None:
-    """Keep a log under the per-file limit: its last bytes, with a line saying so."""
-    if path.is_file() and path.stat().st_size > limits.part_bytes:
-        with path.open("rb") as f:
-            f.seek(-limits.part_bytes // 2, os.SEEK_END)
-            tail = f.read()
-        path.write_bytes(b"[log cut to its last bytes to fit the return limits]\n" + tail)
 
 
 # --------------------------------------------------------------------------- the summary and the exit status
@@ -538,8 +373,13 @@ def exit_status(pytest_rc: int, summaries: Iterable[Mapping[str, Any]], prefligh
         found[NO_KEY] = "no measurement file was written"
     if layout:
         found[LAYOUT] = "; ".join(layout)
+    hung = sorted(s["family"] for s in rows if str(s.get("reason", "")).startswith("hung:"))
+    if hung or pytest_rc == HUNG:
+        found[HUNG] = f"hung: {', '.join(hung) or 'a family (no summary was written)'}"
     if pytest_rc in (2, 124, 130, 137):
         found[INTERRUPTED] = f"pytest was interrupted (exit {pytest_rc}): the hard timeout, or a signal"
+    elif pytest_rc == HUNG:
+        pass
     elif pytest_rc == 1:
         found[TESTS_FAILED] = "pytest reported failed tests"
     elif pytest_rc not in (0, 5) or (pytest_rc == 5 and not rows):
@@ -555,6 +395,28 @@ def exit_status(pytest_rc: int, summaries: Iterable[Mapping[str, Any]], prefligh
     return OK, []
 
 
+def rerun_families(out: Path) -> list[str]:
+    """The selected families a lost context or a hang left unmeasured: those whose summary says
+    "context: not measured", and those with no summary at all (the process exited before them).
+    A family recorded as hung is not among them (it would hang again)."""
+    out = Path(out)
+    summaries = {f: s for g in read_summaries(out).values() for f, s in g.items()}
+    try:
+        selected = json.loads((out / "reports" / "measure" / "selected.json").read_text())["families"]
+    except (OSError, ValueError, KeyError):
+        selected = list(summaries)
+    hung = any(str(s.get("reason", "")).startswith("hung:") for s in summaries.values())
+    left = []
+    for name in selected:
+        s = summaries.get(name)
+        if s is None:
+            if hung:
+                left.append(name)
+        elif str(s.get("reason", "")).startswith("context: not measured"):
+            left.append(name)
+    return left
+
+
 def slip_priority_order(out: Path) -> list[str]:
     from plugins.measure.session import slip_priority
 
@@ -562,8 +424,21 @@ def slip_priority_order(out: Path) -> list[str]:
     return [s["family"] for s in sorted(rows, key=lambda s: (slip_priority(s), s["family"]))]
 
 
+def next_line(rows: Iterable[Mapping[str, Any]], pass_args: Sequence[str] = ()) -> str:
+    """The one `NEXT:` line with the exact command that takes the slips skipped for time, or ""."""
+    import shlex
+
+    left = sorted(s["family"] for s in rows if str(s.get("slip_reason", "")).startswith("time budget"))
+    if not left:
+        return ""
+    return (f"NEXT: SPARKTRACE_GIT_COMMIT=<the same commit> MEASURE_TIMEOUT_S=<device seconds left - 60> "
+            f"scripts/measure-gpu.sh --slips-only \"$OUT\" {shlex.join(pass_args)}".rstrip()
+            + f"    # takes the slips skipped for time: {', '.join(left)}")
+
+
 def finish(out: Path, repo: Path, pytest_rc: int, *, keep_loose: bool = False, state_dir: Path | None = None,
-           slips_only: bool = False, limits: Limits = Limits(), emit: Callable[[str], None] = log.warning) -> int:
+           slips_only: bool = False, limits: Limits = Limits(), emit: Callable[[str], None] = log.warning,
+           pass_args: Sequence[str] = ()) -> int:
     """Summary, archives, cleaning, the layout check and the exit status (printed with its reasons)."""
     out = Path(out)
     pre = json.loads((out / "preflight.json").read_text()) if (out / "preflight.json").is_file() else {}
@@ -586,6 +461,8 @@ def finish(out: Path, repo: Path, pytest_rc: int, *, keep_loose: bool = False, s
         tail.append(f"left out of the archives: {', '.join(p for p, _ in plan.left_out)}")
     tail.append(f"exit status {code}: {STATUS_TEXT[code]}")
     tail += [f"  {r}" for r in reasons]
+    if nxt := next_line(rows, pass_args):  # whatever the exit status: test failures take precedence over 6
+        tail.append(nxt)
     with (out / "summary.txt").open("a") as f:
         f.write("\n".join(tail) + "\n")
     emit("\n".join(tail))
@@ -633,6 +510,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     f.add_argument("--keep-loose", action="store_true")
     f.add_argument("--state-dir", default=None)
     f.add_argument("--slips-only", action="store_true")
+    f.add_argument("--pass-args", default="", help="the user's pytest arguments, shell-quoted, for the NEXT: line")
+    r = sub.add_parser("rerun")
+    r.add_argument("out")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     repo = Path(__file__).resolve().parents[2]
@@ -657,9 +537,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if pf.status != OK:
             log.warning("preflight: exit %d: %s: %s", pf.status, STATUS_TEXT[pf.status], pf.reason())
         return pf.status
+    if args.cmd == "rerun":
+        sys.stdout.write(",".join(rerun_families(Path(args.out))))
+        return OK
     if args.cmd == "finish":
+        import shlex
+
         return finish(Path(args.out), repo, args.pytest_rc, keep_loose=args.keep_loose,
-                      state_dir=Path(args.state_dir) if args.state_dir else None, slips_only=args.slips_only)
+                      state_dir=Path(args.state_dir) if args.state_dir else None, slips_only=args.slips_only,
+                      pass_args=shlex.split(args.pass_args))
     return REFUSED
 
 

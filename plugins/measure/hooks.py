@@ -32,6 +32,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the preflight's reason why ncu cannot profile here: every slip is skipped with it, ncu is not started")
     group.addoption("--measure-ncu-metrics", default="all", choices=("all", "required"),
                     help="required: the preflight saw the optional metrics refused, so every slip asks only for the required two")
+    group.addoption("--measure-watchdog-s", type=budget_seconds, default=None, metavar="S",
+                    help="a family whose gate and timing run longer than S is recorded as hung and the process exits "
+                         "with status 10 (the script measures the rest in a new process); default 60; 0: no watchdog")
     group.addoption("--measure-allow-unknown-commit", action="store_true",
                     help="measure even though no git commit can be named (no .git and no $SPARKTRACE_GIT_COMMIT); recorded in every key")
 

@@ -13,6 +13,8 @@ import json
 import logging
 import os
 import random
+import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -24,6 +26,7 @@ import numpy as np
 from plugins.gate.check import Executor, GateResult, fresh_seeds, gate_candidate, host_buffers
 from plugins.atomicio import write_json_atomic
 from plugins.measure.budget import StepBudget
+from plugins.measure.archive import write_partial
 from plugins.measure.capture import LAUNCH_SEED
 from plugins.measure.confidence import Confidence, assess
 from plugins.measure.keyfile import SCHEMA, load_key, write_key
@@ -31,11 +34,15 @@ from plugins.measure.provenance import inputs_record, inputs_sha256
 from plugins.family.manifest import SETS, Candidate, Family
 from plugins.family.plan import Number
 from plugins.measure.ranking import FamilyRanking, rank_family
-from plugins.measure.timing import BLOCKS, BlockRun, Timer, bytes_moved, run_blocks
+from plugins.measure.timing import BLOCKS, BlockRun, LaunchHung, Timer, bytes_moved, run_blocks
 
 log = logging.getLogger("sparktrace.measure")
 
 GATE_SEEDS = 3
+# A family's gate, inputs and timing are estimated at 2-7 s (docs/gpu-run.md): past WATCHDOG_S it
+# is taken as hung (an estimate-based bound, not a measurement; --measure-watchdog-s changes it).
+WATCHDOG_S = 60.0
+HUNG = 10  # the status a process exits with after a hang: plugins.measure.gpu_run.HUNG, which the script reruns on
 
 
 class TimerFactory(Protocol):
@@ -67,6 +74,8 @@ class MeasureConfig:
     ncu_unusable: str = ""  # the preflight's reason why ncu cannot profile here: every slip is skipped with it
     ncu_required_metrics: bool = False  # the preflight saw the optional metrics refused: use the required list
     allow_unknown_commit: bool = False  # measure with no git commit known (recorded in every key)
+    watchdog_s: float | None = WATCHDOG_S  # a family's key step past this is recorded as hung (None: no watchdog)
+    partial_archive: bool = False  # refresh <out_root>/measure-partial.tar.gz after each key (the script's OUT only)
 
 
 @dataclass
@@ -202,8 +211,12 @@ class MeasureSession:
         after_family: Callable[[], None] | None = None,
         health: Callable[[], str] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        exit: Callable[[int], None] = os._exit,
     ):
         self.config = config
+        self.exit = exit  # called with HUNG once a family hung: nothing later in this process can be trusted
+        self.hung = ""  # the family that hung, once one did
+        self._hung_lock = threading.Lock()
         self.executor = executor
         self.timer_factory = timer_factory
         self.gpu = dict(gpu)
@@ -241,14 +254,81 @@ class MeasureSession:
                 out = FamilyOutcome(fam.name, error=f"context: not measured, {self.dead}; rerun this family in a new process")
                 out.slip = {"status": "skipped", "reason": "the CUDA context was lost earlier in this process"}
             else:
-                out = self._measure(fam)
+                out = self._watched(fam)
             out.set = fam.set
-            self.outcomes[fam.name] = out
-            self._write_summary(out)
+            with self._hung_lock:
+                if self.hung == fam.name and not out.error.startswith("hung:"):
+                    return self.outcomes[fam.name]  # the watchdog recorded it first
+                self.outcomes[fam.name] = out
+                self._write_summary(out)
             s = out.summary()
             log.info("%s done in %.1f s: winner %s, ratio %s, kept %s, noisy %s, slip %s%s", fam.name, sum(out.seconds.values()),
                      s["winner"], s["ratio"], s["kept"], s["noisy"], s["slip"], f"; ERROR {out.error}" if out.error else "")
+            if out.error.startswith("hung:"):
+                self._exit_hung(out)
+            elif out.key_path is not None and self.config.partial_archive:
+                try:
+                    write_partial(Path(self.config.out_root))
+                except OSError as exc:
+                    log.warning("could not refresh the partial archive: %s", exc)
         return self.outcomes[fam.name]
+
+    def select(self, families: Sequence[Family]) -> None:
+        """Write the selected families (reports/measure/selected.json), so that after a hang
+        the script's rerun covers every family this process never reached."""
+        path = Path(self.config.out_root) / "reports" / "measure" / "selected.json"
+        names = [f.name for f in families]
+        try:
+            if not path.is_file() or json.loads(path.read_text()).get("families") != names:
+                write_json_atomic(path, {"gpu": self.slug, "families": names})
+        except (OSError, ValueError) as exc:
+            log.warning("could not write %s: %s", path, exc)
+
+    def _watched(self, fam: Family) -> FamilyOutcome:
+        """`_measure` under the per-family watchdog: a family still running after `watchdog_s`
+        (a hang the bounded waits cannot see: a compile, the gate's synchronize) is recorded
+        as hung and the process exits with HUNG."""
+        limit = self.config.watchdog_s
+        if not limit:
+            return self._measure(fam)
+        timer = threading.Timer(limit, self._watchdog_fired, (fam, limit))
+        timer.daemon = True
+        timer.start()
+        try:
+            return self._measure(fam)
+        finally:
+            timer.cancel()
+
+    def _watchdog_fired(self, fam: Family, limit: float) -> None:
+        with self._hung_lock:
+            if fam.name in self.outcomes:
+                return
+            out = FamilyOutcome(fam.name, set=fam.set, error=f"hung: {fam.name} was still running after its watchdog of {limit:g} s "
+                                f"(--measure-watchdog-s); the remaining families are measured in a new process")
+            out.slip = {"status": "skipped", "reason": "the family hung"}
+            self.hung = fam.name
+            self.outcomes[fam.name] = out
+            self._write_summary(out)
+        log.error("%s", out.error)
+        self._exit_hung(out)
+
+    def _exit_hung(self, out: FamilyOutcome) -> None:
+        """A hung launch keeps the GPU busy (every later synchronize would wait for it): leave now."""
+        self.hung = self.hung or out.family
+        self.dead = self.dead or f"{out.family} hung"
+        if self.config.partial_archive:
+            try:
+                write_partial(Path(self.config.out_root))
+            except OSError as exc:
+                log.warning("could not refresh the partial archive: %s", exc)
+        for h in logging.getLogger().handlers:
+            try:
+                h.flush()
+            except Exception:
+                pass
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.exit(HUNG)
 
     def _check_context(self, where: str) -> None:
         """Raise ContextLost (and remember it) when the CUDA context no longer works."""
@@ -516,6 +596,11 @@ class MeasureSession:
             out.error = f"context: {exc}"
             out.slip = {"status": "skipped", "reason": "the CUDA context was lost"}
             log.error("%s: %s; the remaining families are not measured in this process", fam.name, exc)
+        except LaunchHung as exc:
+            out.error = f"hung: {exc}"
+            out.slip = {"status": "skipped", "reason": "the family hung"}
+            self.dead = f"{fam.name} hung at {step}"
+            log.error("%s hung at %s: %s; the process exits, the rest are measured in a new one", fam.name, step, exc)
         except Exception as exc:  # fail soft: the family's error is recorded and the pass moves on
             out.error = f"{step}: {type(exc).__name__}: {exc}"
             if out.key_path is None:
@@ -526,7 +611,7 @@ class MeasureSession:
             except ContextLost as lost:
                 out.error += f"; {lost}"
         finally:
-            if self.after_family:
+            if self.after_family and not out.error.startswith("hung:"):  # freeing synchronizes: it would wait on the hang
                 try:
                     self.after_family()
                 except Exception as exc:
@@ -628,7 +713,7 @@ class MeasureSession:
             log.warning("could not write %s: %s", path, exc)
 
 
-ERROR_PREFIXES = ("gate:", "timing:", "ranking:", "slip:", "key:", "context:")
+ERROR_PREFIXES = ("gate:", "timing:", "ranking:", "slip:", "key:", "context:", "hung:")
 SUMMARY_HEADERS = ["family", "set", "winner", "ratio", "95% interval", "blocks agree", "kept", "spread", "slip"]
 
 
@@ -811,8 +896,17 @@ def state_from_options(root: Path, getoption: Callable[[str], Any], argv: Sequen
         ncu_unusable=getoption("measure_ncu_unusable") or "",
         ncu_required_metrics=getoption("measure_ncu_metrics") == "required",
         allow_unknown_commit=bool(getoption("measure_allow_unknown_commit")),
+        watchdog_s=_watchdog(getoption("measure_watchdog_s")),
+        partial_archive=out_root != root.resolve() and root.resolve() not in out_root.parents,
     )
     return MeasureState(cfg, families, getoption("markexpr") or "", in_worker)
+
+
+def _watchdog(value: Any) -> float | None:
+    """--measure-watchdog-s: None (not given) is WATCHDOG_S, 0 is no watchdog."""
+    if value is None:
+        return WATCHDOG_S
+    return float(value) or None
 
 
 def positive_int(text: str) -> int:

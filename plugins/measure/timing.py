@@ -61,6 +61,57 @@ extern "C" __global__ void sparktrace_l2_flush_read(const uint4* __restrict__ p,
 }
 """
 PERSISTING_L2_LIMIT = 0x06  # cudaLimitPersistingL2CacheSize
+# cudaEventQuery's statuses (driver_types.h). CuPy's Event.done is `eventQuery == 0`, so after an
+# illegal address it stays False for ever; every wait here reads the status itself.
+CUDA_SUCCESS = 0
+CUDA_ERROR_NOT_READY = 600
+# Bounds on every host wait for the GPU (estimates, not measurements): before a candidate has a
+# time of its own, FIRST_WAIT_S per wait; after, WAIT_FACTOR x its slowest launch seen x the
+# launches waited for, and at least MIN_WAIT_S (host scheduling, NVML reads).
+FIRST_WAIT_S = 30.0
+WAIT_FACTOR = 50.0
+MIN_WAIT_S = 5.0
+POLL_S = 0.0005
+
+
+class LaunchFault(RuntimeError):
+    """cudaEventQuery returned an error (an illegal address, a trap): the context is gone."""
+
+
+class LaunchHung(RuntimeError):
+    """A timed launch did not finish within its bound: the GPU is still busy with it."""
+
+
+def event_ready(runtime: Any, event: Any) -> bool:
+    """True once `event` has completed, False while not ready; any other status raises LaunchFault."""
+    status = int(runtime.eventQuery(event.ptr))
+    if status == CUDA_SUCCESS:
+        return True
+    if status == CUDA_ERROR_NOT_READY:
+        return False
+    raise LaunchFault(f"cudaEventQuery returned {status} (neither cudaSuccess nor cudaErrorNotReady): "
+                      "a launch faulted and the CUDA context is lost")
+
+
+def wait_bound_s(launches: int, slowest_ms: float | None) -> float:
+    """How long to wait for `launches` launches of a plan whose slowest launch took `slowest_ms`."""
+    if slowest_ms is None or not slowest_ms > 0 or math.isinf(slowest_ms):
+        return FIRST_WAIT_S
+    return max(MIN_WAIT_S, WAIT_FACTOR * launches * slowest_ms / 1e3)
+
+
+def wait_event(runtime: Any, event: Any, bound_s: float, what: str, during: Any = None,
+               clock: Any = time.monotonic, sleep: Any = time.sleep) -> None:
+    """Poll `event` until it completes; `during()` runs between polls (the clock sampling).
+    Raises LaunchFault on an error status and LaunchHung past `bound_s`."""
+    end = clock() + bound_s
+    while not event_ready(runtime, event):
+        if clock() > end:
+            raise LaunchHung(f"{what} did not finish within {bound_s:.1f} s (its bound from the family's own "
+                             "estimate); the GPU is still running it")
+        if during is not None:
+            during()
+        sleep(POLL_S)
 
 
 @dataclass(frozen=True)
@@ -259,7 +310,8 @@ def run_blocks(
     """Warm up, choose R per candidate, then run `blocks` blocks in seeded random orders.
 
     A candidate that crashes while timed is dropped from the remaining blocks
-    with its error recorded; the others go on.
+    with its error recorded; the others go on. A launch that hangs or faults
+    (LaunchHung, LaunchFault) ends the family: the GPU is busy or the context gone.
     """
     failures: dict[str, str] = {}
     estimates: dict[str, float] = {}
@@ -267,6 +319,8 @@ def run_blocks(
     for cid in ids:
         try:
             timer.warmup(cid, warmup)
+        except (LaunchHung, LaunchFault):
+            raise
         except Exception as exc:  # a candidate's crash is recorded, never fatal to the family
             failures[cid] = f"warm-up: {type(exc).__name__}: {exc}"
             log.warning("%s failed during warm-up: %s", cid, failures[cid])
@@ -277,6 +331,8 @@ def run_blocks(
         try:
             spin(first, spin_up_ms)
             spun = spin_up_ms
+        except (LaunchHung, LaunchFault):
+            raise
         except Exception as exc:
             failures[first] = f"spin-up: {type(exc).__name__}: {exc}"
             log.warning("%s failed during spin-up: %s", first, failures[first])
@@ -287,6 +343,8 @@ def run_blocks(
             est = timer.time_launches(cid, max(1, warmup))
             estimates[cid] = statistics.median(est.times_ms)
             launches[cid] = launches_per_block(estimates[cid], target_ms)
+        except (LaunchHung, LaunchFault):
+            raise
         except Exception as exc:  # a candidate's crash is recorded, never fatal to the family
             failures[cid] = f"estimate: {type(exc).__name__}: {exc}"
             log.warning("%s failed while its launch time was estimated: %s", cid, failures[cid])
@@ -301,6 +359,8 @@ def run_blocks(
                 continue
             try:
                 t = timer.time_launches(cid, launches[cid])
+            except (LaunchHung, LaunchFault):
+                raise
             except Exception as exc:
                 failures[cid] = f"block {b}: {type(exc).__name__}: {exc}"
                 log.warning("%s failed in block %d: %s", cid, b, failures[cid])
@@ -318,6 +378,8 @@ def run_blocks(
         est = timer.time_copy(1)
         r = launches_per_block(float(np.mean(est.times_ms)), target_ms)
         copy = tuple(float(np.mean(timer.time_copy(r).times_ms)) for _ in range(blocks))
+    except (LaunchHung, LaunchFault):
+        raise
     except Exception as exc:
         failures["@copy"] = f"{type(exc).__name__}: {exc}"
     return BlockRun(
@@ -430,6 +492,7 @@ class CudaEventTimer:
         self.plans: dict[str, tuple[ResolvedLaunch, ...]] = {}
         self.zero: dict[str, tuple[str, ...]] = {}
         self.cands = {c.id: c for c in candidates}
+        self.slowest_ms: dict[str, float] = {}  # each plan's slowest launch so far: the bound of its next wait
         for c in candidates:
             self.plans[c.id] = fam.resolve(c, shape, executor.sm_count)
             self.zero[c.id] = tuple(c.zero_before)
@@ -471,10 +534,16 @@ class CudaEventTimer:
         """Read at a block's start and end, between synchronized launches."""
         return self.clock.state() if self.clock is not None else None
 
+    def _bound(self, cid: str, launches: int) -> float:
+        return wait_bound_s(launches, self.slowest_ms.get(cid))
+
     def warmup(self, cid: str, launches: int) -> None:
         for _ in range(launches):
             self._prepare(cid)
             self.ex.launch_bound(self.bound[cid])
+        done = self.cp.cuda.Event()
+        done.record()
+        wait_event(self.cp.cuda.runtime, done, self._bound(cid, launches), f"{cid}: {launches} warm-up launch(es)")
         self.cp.cuda.Device().synchronize()
 
     def spin_up(self, cid: str, ms: float) -> None:
@@ -497,21 +566,27 @@ class CudaEventTimer:
             pairs.append((a, b))
         clocks: list[float] = []
         last = pairs[-1][1]
-        note = ""
-        if self.clock is not None:
-            while not last.done:
-                try:
-                    clocks.append(self.clock.sm_clock_mhz())
-                    if len(clocks) == 1:  # once, while the launches are in flight
-                        note = self.clock.event_reasons()
-                except Exception as exc:  # NVML hiccup: record it, keep the sample
-                    note = f"NVML read failed: {type(exc).__name__}: {exc}"
-                    break
-                time.sleep(0.0005)
-            if not clocks and not note:
-                note = "the launches finished before the first clock sample"
-        cp.cuda.Device().synchronize()  # cudaDeviceSynchronize: every event pair has completed
+        state = {"note": "", "sampling": self.clock is not None}
+
+        def sample() -> None:
+            if not state["sampling"]:
+                return
+            try:
+                clocks.append(self.clock.sm_clock_mhz())
+                if len(clocks) == 1:  # once, while the launches are in flight
+                    state["note"] = self.clock.event_reasons()
+            except Exception as exc:  # NVML hiccup: record it, keep the sample, stop sampling
+                state["note"] = f"NVML read failed: {type(exc).__name__}: {exc}"
+                state["sampling"] = False
+
+        wait_event(cp.cuda.runtime, last, self._bound(cid, launches), f"{cid}: {launches} timed launch(es)", during=sample)
+        note = state["note"]
+        if self.clock is not None and not clocks and not note:
+            note = "the launches finished before the first clock sample"
+        cp.cuda.Device().synchronize()  # the last event completed, so every event pair has
         times = tuple(float(cp.cuda.get_elapsed_time(a, b)) for a, b in pairs)
+        if times:
+            self.slowest_ms[cid] = max(self.slowest_ms.get(cid, 0.0), max(times))
         clock = float(statistics.median(clocks)) if clocks else None
         return Timed(times, clock, note)
 

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from plugins.measure import gpu_run
+from plugins.measure.archive import plan_archives
 from plugins.measure.gpu_run import (
     INTERRUPTED,
     LAYOUT,
@@ -37,7 +38,6 @@ from plugins.measure.gpu_run import (
     finish,
     layout_problems,
     out_dir_problem,
-    plan_archives,
     preflight,
 )
 

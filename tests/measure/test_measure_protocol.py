@@ -574,6 +574,7 @@ class _FakeArray(np.ndarray):
 class _FakeEvent:
     def __init__(self):
         self.t = None
+        self.ptr = id(self)
 
     def record(self, stream=None):
         self.t = _FakeCupy.clock_ms
@@ -710,6 +711,10 @@ class _FakeCupy:
                 _FakeCupy.limits[limit] = value
 
             @staticmethod
+            def eventQuery(ptr):
+                return 0  # cudaSuccess: the fake's launches finish when enqueued
+
+            @staticmethod
             def deviceSynchronize():
                 if _FakeCupy.sticky_error:
                     raise RuntimeError(f"cudaErrorIllegalAddress: {_FakeCupy.sticky_error} (fake sticky error)")
@@ -796,14 +801,17 @@ def test_state_from_options(tmp_path):
     opts = {"measure_out": None, "measure_families": "a, b", "families_root": "families", "measure_replace": False,
             "measure_blocks": 5, "no_ncu": True, "markexpr": "measure", "measure_budget_s": None,
             "measure_slips_only": False, "measure_previous": None, "measure_repeat": True, "measure_ncu_unusable": "",
-            "measure_ncu_metrics": "all", "measure_allow_unknown_commit": False}
+            "measure_ncu_metrics": "all", "measure_allow_unknown_commit": False, "measure_watchdog_s": None}
     st = state_from_options(tmp_path, opts.__getitem__, ["/venv/lib/pytest/__main__.py", "-m", "measure", "--no-ncu"], False)
     assert st.config.out_root == tmp_path and st.config.families_root == (tmp_path / "families").resolve()
     assert st.config.command.startswith("python3 -m pytest -m measure --no-ncu")
     assert st.families == ("a", "b") and st.config.ncu is False and st.selected and st.config.repeat
     assert st.config.also_check == (), "writing into the repository itself: nothing else to check"
+    assert st.config.watchdog_s == 60.0 and not st.config.partial_archive, "no archive is ever written into the repository"
     opts["measure_out"] = str(tmp_path / "out")
     elsewhere = state_from_options(tmp_path, opts.__getitem__, ["pytest"], False).config
+    assert not elsewhere.partial_archive, "an output folder inside the repository gets no archive"
+    assert state_from_options(tmp_path / "repo", opts.__getitem__, ["pytest"], False).config.partial_archive
     assert elsewhere.out_root == tmp_path / "out" and elsewhere.also_check == (tmp_path.resolve(),), \
         "a pass writing elsewhere must not overwrite what the repository holds"
     assert st.config.deadline is None
