@@ -1,9 +1,10 @@
 """Per-kernel instruction profiles of every candidate on every target, as report files.
 
 Why: reviewers (and the second expert read) judge an option against what its
-binary issues, not only its source. `python -m plugins.family.profiles`
-regenerates `reports/profiles/<family>.json` and `.md` whole: sorted, no
-timestamps, so the same sources always give the same bytes.
+binary issues, not only its source. `python -m plugins.family.profiles [NAME ...]`
+regenerates `reports/profiles/<family>.json` and `.md` whole (only the named
+families, or every family of `--set`): sorted, no timestamps, so the same
+sources always give the same bytes.
 """
 from __future__ import annotations
 
@@ -159,16 +160,27 @@ def write_profiles(families: Iterable[Family], out_dir: Path, known: Iterable[st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m plugins.family.profiles [--set all] [--out reports/profiles]`"""
+    """`python -m plugins.family.profiles [NAME ...] [--set all] [--out reports/profiles]`"""
     ap = argparse.ArgumentParser(prog="python -m plugins.family.profiles", description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", metavar="NAME",
+                    help="families to regenerate (default: every family of --set); the others' reports are left as they are")
     ap.add_argument("--families", type=Path, default=Path("families"))
     ap.add_argument("--set", dest="st_set", default="all", choices=SET_CHOICES)
     ap.add_argument("--out", type=Path, default=Path("reports/profiles"))
     args = ap.parse_args(argv)
-    found = discover(args.families, selected_sets(args.st_set))
+    everything = discover(args.families)
+    if args.names:
+        known = {d.name for d in everything}
+        unknown = sorted(set(args.names) - known)
+        if unknown:
+            ap.error(f"{', '.join(map(repr, unknown))} {'is not a family' if len(unknown) == 1 else 'are not families'} "
+                     f"under {args.families}/; the names are its directories: ls {args.families}/")
+        found = [d for d in everything if d.name in set(args.names)]
+    else:
+        found = discover(args.families, selected_sets(args.st_set))
     bad = [f"{d.name}: {d.error}" for d in found if d.family is None]
     fams = [d.family for d in found if d.family is not None]
-    written = write_profiles(fams, args.out, known=[d.name for d in discover(args.families)])
+    written = write_profiles(fams, args.out, known=[d.name for d in everything])
     failing = [f"{f.name}/{cid} on {a}: {line}" for f in fams
                for cid, per in json.loads((args.out / f"{f.name}.json").read_text())["candidates"].items()
                for a, lines in per["check_failures"].items() for line in lines]

@@ -120,6 +120,38 @@ def test_write_profiles_keeps_families_of_other_sets(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["other.json", "synth_scale.json", "synth_scale.md"]
 
 
+def _two_families(tmp_path: Path) -> Path:
+    """families/synth_scale and families/synth_two: the same small family under two names."""
+    root = _synth(tmp_path, "").parent
+    two = root / "synth_two"
+    shutil.copytree(root / "synth_scale", two)
+    toml = two / "family.toml"
+    toml.write_text(toml.read_text().replace('name = "synth_scale"', 'name = "synth_two"', 1))
+    return root
+
+
+def test_named_families_are_regenerated_and_the_others_left_alone(tmp_path, capsys):
+    root = _two_families(tmp_path)
+    out = tmp_path / "profiles"
+    out.mkdir()
+    (out / "synth_scale.json").write_text("untouched")
+    assert main(["synth_two", "--families", str(root), "--out", str(out)]) == 0
+    assert (out / "synth_scale.json").read_text() == "untouched"
+    assert sorted(p.name for p in out.iterdir()) == ["synth_scale.json", "synth_two.json", "synth_two.md"]
+    assert '"family": "synth_two"' in (out / "synth_two.json").read_text()
+
+
+def test_a_name_that_is_not_a_family_is_one_error_saying_how_to_list_them(tmp_path, capsys):
+    root = _two_families(tmp_path)
+    out = tmp_path / "profiles"
+    with pytest.raises(SystemExit) as info:
+        main(["synth_two", "nope", "--families", str(root), "--out", str(out)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "'nope' is not a family" in err and f"ls {root}/" in err
+    assert not out.exists()  # nothing was written
+
+
 # -- bad input ---------------------------------------------------------------------
 
 KERNELS = {"start": ("k0", "k1"), "rw": ("k0",)}
