@@ -152,6 +152,22 @@ def test_a_name_that_is_not_a_family_is_one_error_saying_how_to_list_them(tmp_pa
     assert not out.exists()  # nothing was written
 
 
+def test_parallel_run_writes_the_serial_runs_bytes(tmp_path):
+    root = _two_families(tmp_path)
+    serial, parallel = tmp_path / "serial", tmp_path / "parallel"
+    assert main(["--families", str(root), "--out", str(serial), "-j", "1"]) == 0
+    assert main(["--families", str(root), "--out", str(parallel), "-j", "2"]) == 0
+    files = {p.name: p.read_bytes() for p in serial.iterdir()}
+    assert sorted(files) == ["synth_scale.json", "synth_scale.md", "synth_two.json", "synth_two.md"]
+    assert {p.name: p.read_bytes() for p in parallel.iterdir()} == files
+
+
+def test_jobs_below_one_is_an_error(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--families", str(_two_families(tmp_path)), "--out", str(tmp_path / "p"), "-j", "0"])
+    assert "-j 0: give 1 or more processes" in capsys.readouterr().err
+
+
 # -- bad input ---------------------------------------------------------------------
 
 KERNELS = {"start": ("k0", "k1"), "rw": ("k0",)}
