@@ -21,11 +21,11 @@ from typing import Iterable, Sequence
 from plugins.atomicio import write_text_atomic
 from plugins.family.binary import nvdisasm_version, profile_source
 from plugins.family.compile import ARCHS, nvrtc_version
-from plugins.family.manifest import SET_CHOICES, Family, discover, selected_sets
+from plugins.family.manifest import SET_CHOICES, Candidate, Family, discover, selected_sets
 from plugins.family.profile_checks import failures
 from plugins.family.sass import KernelProfile
 
-SCHEMA = "sparktrace.profiles/1"
+SCHEMA = "sparktrace.profiles/2"  # 2: code_sha256, the digest of the comment-stripped code
 
 # The columns of the Markdown summary: (header, class names summed).
 SUMMARY_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -56,9 +56,18 @@ def check_failures(fam: Family, cand_id: str, profiles: Sequence[KernelProfile])
     return [line for chk in fam.profile_checks for line in failures(chk, cand_id, profiles)]
 
 
-def source_digest(source: str) -> str:
-    """What a committed profile was computed from: a changed candidate makes it stale."""
-    return hashlib.sha256(source.encode()).hexdigest()
+def source_digest(cand: Candidate) -> str:
+    """What a committed profile was computed from: the comment-stripped code the prompt
+    shows (`Candidate.code`), so a code change makes the report stale and a comment edit does not."""
+    return hashlib.sha256(cand.code.encode()).hexdigest()
+
+
+def _candidate_file(fam: Family, cand: Candidate) -> str:
+    """The candidate's file as a reader finds it: families/<family>/<path in the family>."""
+    try:
+        return f"families/{fam.name}/{cand.path.relative_to(fam.path).as_posix()}"
+    except ValueError:
+        return str(cand.path)
 
 
 def stale_reasons(fam: Family, committed: dict | None) -> list[str]:
@@ -68,8 +77,8 @@ def stale_reasons(fam: Family, committed: dict | None) -> list[str]:
     have = committed.get("candidates", {})
     out = [f"candidate {c.id} is not in it" for c in fam.all_candidates if c.id not in have]
     out += [f"candidate {cid} no longer exists" for cid in have if cid not in {c.id for c in fam.all_candidates}]
-    out += [f"candidate {c.id}'s source changed" for c in fam.all_candidates
-            if c.id in have and have[c.id].get("source_sha256") != source_digest(c.source)]
+    out += [f"candidate {c.id}'s code changed ({_candidate_file(fam, c)})" for c in fam.all_candidates
+            if c.id in have and have[c.id].get("code_sha256") != source_digest(c)]
     out += [f"candidate {c.id} lacks target {a}" for c in fam.all_candidates if c.id in have
             for a in fam.targets if a not in have[c.id].get("targets", {})]
     checks = [{"candidate": list(c.candidates), "kernel": c.kernel, "check": c.describe(), "why": c.why}
@@ -83,7 +92,7 @@ def family_record(fam: Family, archs: Sequence[str] | None = None) -> dict:
     archs = tuple(archs or fam.targets)
     profs = candidate_profiles(fam, archs)
     roles = {c.id: c.role for c in fam.all_candidates}
-    digests = {c.id: source_digest(c.source) for c in fam.all_candidates}
+    digests = {c.id: source_digest(c) for c in fam.all_candidates}
     return {
         "schema": SCHEMA,
         "family": fam.name,
@@ -92,7 +101,7 @@ def family_record(fam: Family, archs: Sequence[str] | None = None) -> dict:
         "candidates": {
             cid: {
                 "role": roles[cid],
-                "source_sha256": digests[cid],
+                "code_sha256": digests[cid],
                 "targets": {a: {p.kernel: p.as_dict() for p in profs[cid][a]} for a in archs},
                 "check_failures": {a: check_failures(fam, cid, profs[cid][a]) for a in archs},
             }

@@ -206,8 +206,8 @@ def test_committed_report_describes_the_current_sources(family):
     path = Path(__file__).resolve().parents[2] / "reports" / "profiles" / f"{family.name}.json"
     committed = json.loads(path.read_text()) if path.is_file() else None
     why = stale_reasons(family, committed)
-    assert not why, (f"{path} is stale: {'; '.join(why)}. Fix: python -m plugins.family.profiles "
-                     "(rewrites every family's report whole), then commit reports/profiles/")
+    assert not why, (f"{path} is stale: {'; '.join(why)}. Fix: python -m plugins.family.profiles {family.name} "
+                     "(rewrites that family's report whole), then commit reports/profiles/")
 
 
 def test_stale_reasons_name_what_changed():
@@ -217,12 +217,27 @@ def test_stale_reasons_name_what_changed():
     rec = json_roundtrip(family_record(fam))
     assert stale_reasons(fam, None) == ["no report"]
     assert stale_reasons(fam, rec) == []
-    rec["candidates"]["rw_one"]["source_sha256"] = "0" * 64
-    assert "candidate rw_one's source changed" in stale_reasons(fam, rec)
+    rec["candidates"]["rw_one"]["code_sha256"] = "0" * 64
+    assert "candidate rw_one's code changed (families/synth_scale/rewrites/rw_one.cu)" in stale_reasons(fam, rec)
     del rec["candidates"]["rw_two"]["targets"]["sm_121"]
     assert "candidate rw_two lacks target sm_121" in stale_reasons(fam, rec)
     del rec["candidates"]["rw_two"]
     assert "candidate rw_two is not in it" in stale_reasons(fam, rec)
+
+
+def test_a_comment_keeps_the_report_fresh_and_a_code_change_names_the_file(tmp_path):
+    """The digest is of the comment-stripped code the prompt shows, so only a code edit is stale."""
+    from plugins.family.profiles import family_record, stale_reasons
+
+    fam_dir = _synth(tmp_path, "")
+    rec = json_roundtrip(family_record(load_family(fam_dir)))
+    cu = fam_dir / "rewrites" / "rw_one.cu"
+    code = cu.read_text()
+    cu.write_text(code.replace("out[i] = a * x[i];", "out[i] = a * x[i];  /* scale */\n    // a reader's note, not code"))
+    assert stale_reasons(load_family(fam_dir), rec) == []
+    cu.write_text(code.replace("a * x[i]", "x[i] * a"))
+    assert stale_reasons(load_family(fam_dir), rec) == [
+        "candidate rw_one's code changed (families/synth_scale/rewrites/rw_one.cu)"]
 
 
 def json_roundtrip(obj):
