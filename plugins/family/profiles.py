@@ -1,27 +1,31 @@
 """Per-kernel instruction profiles of every candidate on every target, as report files.
 
 Why: reviewers (and the second expert read) judge an option against what its
-binary issues, not only its source. `python -m plugins.family.profiles`
-regenerates `reports/profiles/<family>.json` and `.md` whole: sorted, no
-timestamps, so the same sources always give the same bytes.
+binary issues, not only its source. `python -m plugins.family.profiles [NAME ...]`
+regenerates `reports/profiles/<family>.json` and `.md` whole (only the named
+families, or every family of `--set`): sorted, no timestamps, so the same
+sources always give the same bytes.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import json
+import multiprocessing
+import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from plugins.atomicio import write_text_atomic
 from plugins.family.binary import nvdisasm_version, profile_source
 from plugins.family.compile import ARCHS, nvrtc_version
-from plugins.family.manifest import SET_CHOICES, Family, discover, selected_sets
+from plugins.family.manifest import SET_CHOICES, Candidate, Family, discover, selected_sets
 from plugins.family.profile_checks import failures
 from plugins.family.sass import KernelProfile
 
-SCHEMA = "sparktrace.profiles/1"
+SCHEMA = "sparktrace.profiles/2"  # 2: code_sha256, the digest of the comment-stripped code
 
 # The columns of the Markdown summary: (header, class names summed).
 SUMMARY_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -52,9 +56,18 @@ def check_failures(fam: Family, cand_id: str, profiles: Sequence[KernelProfile])
     return [line for chk in fam.profile_checks for line in failures(chk, cand_id, profiles)]
 
 
-def source_digest(source: str) -> str:
-    """What a committed profile was computed from: a changed candidate makes it stale."""
-    return hashlib.sha256(source.encode()).hexdigest()
+def source_digest(cand: Candidate) -> str:
+    """What a committed profile was computed from: the comment-stripped code the prompt
+    shows (`Candidate.code`), so a code change makes the report stale and a comment edit does not."""
+    return hashlib.sha256(cand.code.encode()).hexdigest()
+
+
+def _candidate_file(fam: Family, cand: Candidate) -> str:
+    """The candidate's file as a reader finds it: families/<family>/<path in the family>."""
+    try:
+        return f"families/{fam.name}/{cand.path.relative_to(fam.path).as_posix()}"
+    except ValueError:
+        return str(cand.path)
 
 
 def stale_reasons(fam: Family, committed: dict | None) -> list[str]:
@@ -64,8 +77,8 @@ def stale_reasons(fam: Family, committed: dict | None) -> list[str]:
     have = committed.get("candidates", {})
     out = [f"candidate {c.id} is not in it" for c in fam.all_candidates if c.id not in have]
     out += [f"candidate {cid} no longer exists" for cid in have if cid not in {c.id for c in fam.all_candidates}]
-    out += [f"candidate {c.id}'s source changed" for c in fam.all_candidates
-            if c.id in have and have[c.id].get("source_sha256") != source_digest(c.source)]
+    out += [f"candidate {c.id}'s code changed ({_candidate_file(fam, c)})" for c in fam.all_candidates
+            if c.id in have and have[c.id].get("code_sha256") != source_digest(c)]
     out += [f"candidate {c.id} lacks target {a}" for c in fam.all_candidates if c.id in have
             for a in fam.targets if a not in have[c.id].get("targets", {})]
     checks = [{"candidate": list(c.candidates), "kernel": c.kernel, "check": c.describe(), "why": c.why}
@@ -79,7 +92,7 @@ def family_record(fam: Family, archs: Sequence[str] | None = None) -> dict:
     archs = tuple(archs or fam.targets)
     profs = candidate_profiles(fam, archs)
     roles = {c.id: c.role for c in fam.all_candidates}
-    digests = {c.id: source_digest(c.source) for c in fam.all_candidates}
+    digests = {c.id: source_digest(c) for c in fam.all_candidates}
     return {
         "schema": SCHEMA,
         "family": fam.name,
@@ -88,7 +101,7 @@ def family_record(fam: Family, archs: Sequence[str] | None = None) -> dict:
         "candidates": {
             cid: {
                 "role": roles[cid],
-                "source_sha256": digests[cid],
+                "code_sha256": digests[cid],
                 "targets": {a: {p.kernel: p.as_dict() for p in profs[cid][a]} for a in archs},
                 "check_failures": {a: check_failures(fam, cid, profs[cid][a]) for a in archs},
             }
@@ -139,15 +152,27 @@ def family_markdown(rec: dict) -> str:
     return "\n".join(lines)
 
 
-def write_profiles(families: Iterable[Family], out_dir: Path, known: Iterable[str] = ()) -> list[Path]:
+def report_texts(fam: Family) -> tuple[str, str]:
+    """The bytes of <family>.json and <family>.md: a pure function of the family's sources and tools."""
+    rec = family_record(fam)
+    return json.dumps(rec, indent=1, sort_keys=True) + "\n", family_markdown(rec)
+
+
+def write_profiles(families: Iterable[Family], out_dir: Path, known: Iterable[str] = (), jobs: int = 1) -> list[Path]:
     """Write <family>.json and <family>.md for each family, whole; remove files of
-    families not in `known` (the names that exist in any set)."""
+    families not in `known` (the names that exist in any set). With `jobs` > 1 the
+    families are profiled in a process pool (spawned, so no forked threads); the
+    files are written here, in family order, so the bytes are the serial run's."""
     out_dir = Path(out_dir)
+    families = list(families)
+    if jobs > 1 and len(families) > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(families)), mp_context=multiprocessing.get_context("spawn")) as pool:
+            texts = list(pool.map(report_texts, families))
+    else:
+        texts = [report_texts(fam) for fam in families]
     written = []
-    for fam in families:
-        rec = family_record(fam)
-        for path, text in ((out_dir / f"{fam.name}.json", json.dumps(rec, indent=1, sort_keys=True) + "\n"),
-                           (out_dir / f"{fam.name}.md", family_markdown(rec))):
+    for fam, (json_text, md_text) in zip(families, texts):
+        for path, text in ((out_dir / f"{fam.name}.json", json_text), (out_dir / f"{fam.name}.md", md_text)):
             write_text_atomic(path, text)
             written.append(path)
     keep = set(known) | {p.stem for p in written}
@@ -159,16 +184,31 @@ def write_profiles(families: Iterable[Family], out_dir: Path, known: Iterable[st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m plugins.family.profiles [--set all] [--out reports/profiles]`"""
+    """`python -m plugins.family.profiles [NAME ...] [--set all] [--out reports/profiles] [-j N]`"""
     ap = argparse.ArgumentParser(prog="python -m plugins.family.profiles", description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", metavar="NAME",
+                    help="families to regenerate (default: every family of --set); the others' reports are left as they are")
     ap.add_argument("--families", type=Path, default=Path("families"))
     ap.add_argument("--set", dest="st_set", default="all", choices=SET_CHOICES)
     ap.add_argument("--out", type=Path, default=Path("reports/profiles"))
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                    help="families profiled in parallel (processes; default: the CPU count); same bytes as -j 1")
     args = ap.parse_args(argv)
-    found = discover(args.families, selected_sets(args.st_set))
+    if args.jobs < 1:
+        ap.error(f"-j {args.jobs}: give 1 or more processes")
+    everything = discover(args.families)
+    if args.names:
+        known = {d.name for d in everything}
+        unknown = sorted(set(args.names) - known)
+        if unknown:
+            ap.error(f"{', '.join(map(repr, unknown))} {'is not a family' if len(unknown) == 1 else 'are not families'} "
+                     f"under {args.families}/; the names are its directories: ls {args.families}/")
+        found = [d for d in everything if d.name in set(args.names)]
+    else:
+        found = discover(args.families, selected_sets(args.st_set))
     bad = [f"{d.name}: {d.error}" for d in found if d.family is None]
     fams = [d.family for d in found if d.family is not None]
-    written = write_profiles(fams, args.out, known=[d.name for d in discover(args.families)])
+    written = write_profiles(fams, args.out, known=[d.name for d in everything], jobs=args.jobs)
     failing = [f"{f.name}/{cid} on {a}: {line}" for f in fams
                for cid, per in json.loads((args.out / f"{f.name}.json").read_text())["candidates"].items()
                for a, lines in per["check_failures"].items() for line in lines]

@@ -120,6 +120,54 @@ def test_write_profiles_keeps_families_of_other_sets(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["other.json", "synth_scale.json", "synth_scale.md"]
 
 
+def _two_families(tmp_path: Path) -> Path:
+    """families/synth_scale and families/synth_two: the same small family under two names."""
+    root = _synth(tmp_path, "").parent
+    two = root / "synth_two"
+    shutil.copytree(root / "synth_scale", two)
+    toml = two / "family.toml"
+    toml.write_text(toml.read_text().replace('name = "synth_scale"', 'name = "synth_two"', 1))
+    return root
+
+
+def test_named_families_are_regenerated_and_the_others_left_alone(tmp_path, capsys):
+    root = _two_families(tmp_path)
+    out = tmp_path / "profiles"
+    out.mkdir()
+    (out / "synth_scale.json").write_text("untouched")
+    assert main(["synth_two", "--families", str(root), "--out", str(out)]) == 0
+    assert (out / "synth_scale.json").read_text() == "untouched"
+    assert sorted(p.name for p in out.iterdir()) == ["synth_scale.json", "synth_two.json", "synth_two.md"]
+    assert '"family": "synth_two"' in (out / "synth_two.json").read_text()
+
+
+def test_a_name_that_is_not_a_family_is_one_error_saying_how_to_list_them(tmp_path, capsys):
+    root = _two_families(tmp_path)
+    out = tmp_path / "profiles"
+    with pytest.raises(SystemExit) as info:
+        main(["synth_two", "nope", "--families", str(root), "--out", str(out)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "'nope' is not a family" in err and f"ls {root}/" in err
+    assert not out.exists()  # nothing was written
+
+
+def test_parallel_run_writes_the_serial_runs_bytes(tmp_path):
+    root = _two_families(tmp_path)
+    serial, parallel = tmp_path / "serial", tmp_path / "parallel"
+    assert main(["--families", str(root), "--out", str(serial), "-j", "1"]) == 0
+    assert main(["--families", str(root), "--out", str(parallel), "-j", "2"]) == 0
+    files = {p.name: p.read_bytes() for p in serial.iterdir()}
+    assert sorted(files) == ["synth_scale.json", "synth_scale.md", "synth_two.json", "synth_two.md"]
+    assert {p.name: p.read_bytes() for p in parallel.iterdir()} == files
+
+
+def test_jobs_below_one_is_an_error(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--families", str(_two_families(tmp_path)), "--out", str(tmp_path / "p"), "-j", "0"])
+    assert "-j 0: give 1 or more processes" in capsys.readouterr().err
+
+
 # -- bad input ---------------------------------------------------------------------
 
 KERNELS = {"start": ("k0", "k1"), "rw": ("k0",)}
@@ -158,8 +206,8 @@ def test_committed_report_describes_the_current_sources(family):
     path = Path(__file__).resolve().parents[2] / "reports" / "profiles" / f"{family.name}.json"
     committed = json.loads(path.read_text()) if path.is_file() else None
     why = stale_reasons(family, committed)
-    assert not why, (f"{path} is stale: {'; '.join(why)}. Fix: python -m plugins.family.profiles "
-                     "(rewrites every family's report whole), then commit reports/profiles/")
+    assert not why, (f"{path} is stale: {'; '.join(why)}. Fix: python -m plugins.family.profiles {family.name} "
+                     "(rewrites that family's report whole), then commit reports/profiles/")
 
 
 def test_stale_reasons_name_what_changed():
@@ -169,12 +217,27 @@ def test_stale_reasons_name_what_changed():
     rec = json_roundtrip(family_record(fam))
     assert stale_reasons(fam, None) == ["no report"]
     assert stale_reasons(fam, rec) == []
-    rec["candidates"]["rw_one"]["source_sha256"] = "0" * 64
-    assert "candidate rw_one's source changed" in stale_reasons(fam, rec)
+    rec["candidates"]["rw_one"]["code_sha256"] = "0" * 64
+    assert "candidate rw_one's code changed (families/synth_scale/rewrites/rw_one.cu)" in stale_reasons(fam, rec)
     del rec["candidates"]["rw_two"]["targets"]["sm_121"]
     assert "candidate rw_two lacks target sm_121" in stale_reasons(fam, rec)
     del rec["candidates"]["rw_two"]
     assert "candidate rw_two is not in it" in stale_reasons(fam, rec)
+
+
+def test_a_comment_keeps_the_report_fresh_and_a_code_change_names_the_file(tmp_path):
+    """The digest is of the comment-stripped code the prompt shows, so only a code edit is stale."""
+    from plugins.family.profiles import family_record, stale_reasons
+
+    fam_dir = _synth(tmp_path, "")
+    rec = json_roundtrip(family_record(load_family(fam_dir)))
+    cu = fam_dir / "rewrites" / "rw_one.cu"
+    code = cu.read_text()
+    cu.write_text(code.replace("out[i] = a * x[i];", "out[i] = a * x[i];  /* scale */\n    // a reader's note, not code"))
+    assert stale_reasons(load_family(fam_dir), rec) == []
+    cu.write_text(code.replace("a * x[i]", "x[i] * a"))
+    assert stale_reasons(load_family(fam_dir), rec) == [
+        "candidate rw_one's code changed (families/synth_scale/rewrites/rw_one.cu)"]
 
 
 def json_roundtrip(obj):
