@@ -11,8 +11,8 @@ extern "C" __global__ void k0(const float* __restrict__ x, float* __restrict__ c
     const int tiles = (C + 1023) >> 10;
     const float* row = x + (long long)r * C;
     const int c0 = tile * 1024 + t;
-    s[t] = c0 < C ? row[c0] : -INFINITY;
-    s[t + 512] = c0 + 512 < C ? row[c0 + 512] : -INFINITY;
+    s[t] = c0 < C ? row[c0] : __uint_as_float(0xff800000u);
+    s[t + 512] = c0 + 512 < C ? row[c0 + 512] : __uint_as_float(0xff800000u);
     for (int k = 2; k <= 1024; k <<= 1) {
         for (int j = k >> 1; j > 0; j >>= 1) {
             __syncthreads();

@@ -11,9 +11,9 @@ extern "C" __global__ void k0(const float* __restrict__ x, float* __restrict__ o
     const float4* row4 = reinterpret_cast<const float4*>(x + (long long)r * C);
     const int n4 = C >> 2;
     const int steps = (n4 + 31) >> 5;
-    const float4 none = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
-    float mine = -INFINITY;
-    float kth = -INFINITY;
+    const float4 none = make_float4(__uint_as_float(0xff800000u), __uint_as_float(0xff800000u), __uint_as_float(0xff800000u), __uint_as_float(0xff800000u));
+    float mine = __uint_as_float(0xff800000u);
+    float kth = __uint_as_float(0xff800000u);
     for (int s = 0; s < steps; s += 4) {
         float4 q[4];
 #pragma unroll

@@ -37,8 +37,8 @@ extern "C" __global__ void k0(const float* __restrict__ x, float* __restrict__ o
     if (r >= R) return;
     const float4* row4 = reinterpret_cast<const float4*>(x + (long long)r * C);
     const int n4 = C >> 2;
-    const float4 none = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
-    float mine = -INFINITY;
+    const float4 none = make_float4(__uint_as_float(0xff800000u), __uint_as_float(0xff800000u), __uint_as_float(0xff800000u), __uint_as_float(0xff800000u));
+    float mine = __uint_as_float(0xff800000u);
     for (int s = 0; s < n4; s += 32) {
         const int i = s + lane;
         const float4 q = i < n4 ? row4[i] : none;
