@@ -49,3 +49,5 @@ def test_sigkill_of_the_wrapper_ends_its_pytest_child(tmp_path):
     finally:
         if wrapper.poll() is None:
             wrapper.kill()
+        if pidfile.exists() and pidfile.read_text() and _alive(int(pidfile.read_text())):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)  # never leave a sleeping child behind
