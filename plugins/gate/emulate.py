@@ -5,7 +5,11 @@ compiles a candidate with g++ against a CUDA-emulation prelude (plugins/gate/emu
 and runs its launch plan on the gate shapes. It checks the kernels' logic:
 indexing, tails, barriers, shuffles, atomics and reductions. It is an
 emulation: it says nothing about speed and does not model the GPU's memory
-ordering, so a data race shows up only as a deterministic wrong answer, if at all.
+ordering. Shared-memory races are checked as compute-sanitizer's racecheck does
+(emu_runtime.cpp, "shared-memory race check"): a read of a byte another thread
+of the block wrote in the same barrier interval, a write after another's read,
+or two writes, raises EmuRace naming the buffer, both threads and both lines.
+Races on global memory are not checked.
 
 Semantics, chosen so that bugs surface deterministically:
 - every CUDA thread is a fiber; a block's fibers run on one OS thread, each
