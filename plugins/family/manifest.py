@@ -103,6 +103,10 @@ SIZES_FIELDS = {"timing", "gate", "tiny"}
 REFERENCE_FUNCS = ("make_inputs", "reference", "naive")
 
 
+# An option is one line a model compares with three others (the longest committed is 252 characters).
+MAX_OPTION_TEXT = 400
+
+
 class FamilyError(ValueError):
     """One clear problem in a family: the file, the field, what, and the fix."""
 
@@ -531,6 +535,13 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
         raise FamilyError(file, where + "file", f"is {rel!r}", "the starting kernel is kernel.cu")
     if role != "start" and Path(rel).parent.as_posix() != expected_dir:
         raise FamilyError(file, where + "file", f"{rel!r} is not under {expected_dir}/", f"move it to {expected_dir}/")
+    if path.is_symlink():
+        raise FamilyError(_rel(path), "", "is a symbolic link", f"copy the file into {expected_dir or 'the family'}/ as a regular file (a family is self-contained)")
+    try:
+        path.resolve().relative_to(fam_dir.resolve())
+    except ValueError:
+        raise FamilyError(file, where + "file", f"{rel!r} lies outside the family directory",
+                          f"put the file under {fam_dir.name}/{expected_dir or ''} and name it relative to the family") from None
     if not path.is_file():
         raise FamilyError(_rel(path), "", "file is missing", f"create it or correct '{where}file' in family.toml")
     source = read_text(path)
@@ -853,6 +864,9 @@ def _check_shown_text(fam: Family, file: str) -> None:
             raise FamilyError(file, f"rewrites[{i}].text", "is empty", "describe the rewrite in one line")
         if "\n" in r.text:
             raise FamilyError(file, f"rewrites[{i}].text", f"spans {r.text.count(chr(10)) + 1} lines", "write the option on one line")
+        if len(r.text) > MAX_OPTION_TEXT:
+            raise FamilyError(file, f"rewrites[{i}].text", f"has {len(r.text)} characters, more than {MAX_OPTION_TEXT}",
+                              "describe the mechanism in one sentence (families/README.md, 'Option texts')")
     for kind, names in (("buffers", [b.name for b in fam.buffers]), ("sizes.timing", list(fam.timing)), ("params", list(fam.params))):
         bad = _name_leaks(names)
         if bad:

@@ -5,7 +5,11 @@ compiles a candidate with g++ against a CUDA-emulation prelude (plugins/gate/emu
 and runs its launch plan on the gate shapes. It checks the kernels' logic:
 indexing, tails, barriers, shuffles, atomics and reductions. It is an
 emulation: it says nothing about speed and does not model the GPU's memory
-ordering, so a data race shows up only as a deterministic wrong answer, if at all.
+ordering. Shared-memory races are checked as compute-sanitizer's racecheck does
+(emu_runtime.cpp, "shared-memory race check"): a read of a byte another thread
+of the block wrote in the same barrier interval, a write after another's read,
+or two writes, raises EmuRace naming the buffer, both threads and both lines.
+Races on global memory are not checked.
 
 Semantics, chosen so that bugs surface deterministically:
 - every CUDA thread is a fiber; a block's fibers run on one OS thread, each
@@ -82,6 +86,10 @@ KERNEL_OPT = "-O1"
 # unconditional, as the GPU binary usually keeps it; sunk under the condition, an
 # out-of-bounds read would never happen here and the shared-memory guards could not see it.
 KERNEL_FLAGS: tuple[str, ...] = ("-fno-tree-sink",)
+# The shared-memory race check (emu_runtime.cpp): g++'s ThreadSanitizer instrumentation calls a hook
+# before every load and store, which the runtime implements itself; -g1 keeps the line table, so a
+# race names its source lines (addr2line).
+RACE_FLAGS: tuple[str, ...] = ("-fsanitize=thread", "--param", "tsan-instrument-func-entry-exit=0", "-g1")
 RUNTIME_OPT = "-O2"
 MAX_DYNAMIC_SHARED = 227 * 1024  # the opt-in maximum on sm_90; the manifest caps lower
 THREADS_PER_SM = 2048  # co-residency bound used for cooperative grids
@@ -107,6 +115,10 @@ class EmuLaunchError(EmuError):
 
 class EmuOutOfBounds(EmuLaunchError):
     """A kernel touched memory outside the buffers it was given."""
+
+
+class EmuRace(EmuLaunchError):
+    """Two threads touched one shared-memory byte, at least one writing, with nothing ordering them."""
 
 
 class EmuTimeout(EmuLaunchError):
@@ -322,7 +334,8 @@ def build(source: str, sigs: Mapping[str, KernelSignature], name: str = "kernel.
     tr = translate(source, name)
     text = tr.text + _entry_wrappers(sigs)
     runtime = _runtime_object(cache_dir, defines)
-    key = _digest(text, runtime.name, KERNEL_OPT, " ".join(KERNEL_FLAGS), " ".join(CXXFLAGS), " ".join(defines))
+    key = _digest(text, runtime.name, KERNEL_OPT, " ".join(KERNEL_FLAGS), " ".join(RACE_FLAGS), " ".join(CXXFLAGS),
+                  " ".join(defines))
     lib = cache_dir / f"k-{key}.so"
     count("hit:emu_build" if lib.exists() else "emu_build")
     if not lib.exists():
@@ -331,11 +344,15 @@ def build(source: str, sigs: Mapping[str, KernelSignature], name: str = "kernel.
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
         os.replace(tmp, src)
+        obj = cache_dir / f"k-{key}.o"
         _atomic_compile(
-            [CXX, *CXXFLAGS, KERNEL_OPT, *KERNEL_FLAGS, *defines, "-shared", "-Wl,-z,now", f"-I{EMU_DIR}",
-             "-include", "cuda_emu.h", "-x", "c++", str(src), "-x", "none", str(runtime)],
-            lib, name,
+            [CXX, *CXXFLAGS, KERNEL_OPT, *KERNEL_FLAGS, *RACE_FLAGS, *defines, f"-I{EMU_DIR}",
+             "-include", "cuda_emu.h", "-c", "-x", "c++", str(src)],
+            obj, name,
         )
+        # linked without -fsanitize: the runtime's __tsan_* hooks are the whole race checker
+        _atomic_compile([CXX, "-shared", "-Wl,-z,now", str(obj), str(runtime)], lib, name)
+        obj.unlink(missing_ok=True)
     return lib, tr
 
 
@@ -356,6 +373,7 @@ class _Status(ctypes.Structure):
         ("region", ctypes.c_int32), ("addr", ctypes.c_uint64), ("in_thread", ctypes.c_int32),
         ("tid", ctypes.c_uint32 * 3), ("bid", ctypes.c_uint32 * 3), ("pad", ctypes.c_uint32),
         ("seconds", ctypes.c_double), ("switches", ctypes.c_uint64), ("msg", ctypes.c_char * 1024),
+        ("race_pc", ctypes.c_uint64 * 2),
     ]
 
 
@@ -496,14 +514,35 @@ def _where(st: _Status) -> str:
     return f" (block ({st.bid[0]},{st.bid[1]},{st.bid[2]}), thread ({st.tid[0]},{st.tid[1]},{st.tid[2]}))"
 
 
+def _source_line(lib_path: Path, offset: int) -> str:
+    """file:line of a code offset in the kernel's library: the innermost frame outside the prelude."""
+    if not offset or shutil.which("addr2line") is None:
+        return ""
+    proc = subprocess.run(["addr2line", "-i", "-e", str(lib_path), f"{offset - 1:#x}"],
+                          capture_output=True, text=True, errors="replace")
+    frames = [ln.split(" (discriminator")[0].strip() for ln in proc.stdout.splitlines() if ln.strip() and not ln.startswith("??")]
+    outside = [f for f in frames if not f.startswith(str(EMU_DIR))]
+    line = (outside or frames or [""])[0]
+    return line.removeprefix(str(REPO_ROOT) + os.sep)
+
+
+def _race_lines(lib_path: Path, st: _Status) -> str:
+    now, before = (_source_line(lib_path, int(pc)) for pc in st.race_pc)
+    parts = [f"the later access at {now}" if now else "", f"the earlier at {before}" if before else ""]
+    parts = [p for p in parts if p]
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def _launch_error(kernel: str, idx: int, launch: ResolvedLaunch, rc: int, st: _Status,
-                  bufs: Mapping[str, _Guarded], readonly: set[str], timeout_s: float) -> EmuError:
+                  bufs: Mapping[str, _Guarded], readonly: set[str], timeout_s: float, lib_path: Path) -> EmuError:
     label = f"kernel {kernel} (launch {idx})"
     msg = st.msg.decode(errors="replace")
     if st.code == 1:
         if st.region == 7:  # a write into the alignment slack after a __shared__ array, seen at block exit
             return EmuOutOfBounds(f"out-of-bounds shared memory access in {label}: {msg}")
         return EmuLaunchError(f"{label}: {msg}")
+    if st.code == 4:
+        return EmuRace(f"{label}: {msg}{_race_lines(lib_path, st)}")
     if st.code == 3:
         return EmuTimeout(
             f"{label} did not finish within {timeout_s:g} s{_where(st)}: an endless loop, or a spin-wait on "
@@ -628,7 +667,7 @@ def run_source(source: str, launches: Sequence[ResolvedLaunch], buffers: Mapping
                     bufs[bname].set_readonly(False)
             wall = time.perf_counter() - t0
             if rc != 0:
-                raise _launch_error(launch.kernel, idx, launch, rc, st, bufs, readonly, timeout_s)
+                raise _launch_error(launch.kernel, idx, launch, rc, st, bufs, readonly, timeout_s, lib_path)
             for b in bufs.values():
                 side = b.slack_written()
                 if side:

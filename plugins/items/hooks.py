@@ -15,6 +15,15 @@ from plugins.items.build import DEFAULT_KEY, SnapshotCases
 CASES = pytest.StashKey[SnapshotCases]()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """--collect-only runs no test, so to syrupy every committed snapshot reads as unused: it
+    exited 1 and advised --snapshot-update, which would delete them all. Nothing is compared in
+    such a session, so unused-snapshot detection is off there."""
+    if config.getoption("collectonly", False) and hasattr(config.option, "disable_unused_snapshots"):
+        config.option.disable_unused_snapshots = True
+
+
 @functools.cache
 def text_extension() -> type:
     """One readable .txt file per snapshot, so a changed slip or prompt is a plain diff.

@@ -9,7 +9,10 @@ interruption or an internal error; 1 when a test broke or an item was omitted
 """
 from __future__ import annotations
 
+import ctypes
 import logging
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -20,6 +23,19 @@ from plugins.score.runexit import USAGE_ERROR, run_exit_code
 log = logging.getLogger("sparktrace.run")
 USAGE = ("usage: python -m plugins.score run [pytest options, e.g. -v --model local --junitxml=PATH]\n"
          "       python -m plugins.score local [--key GPU] [--set SET] [pytest options]")
+
+
+def _end_with(parent: int):
+    """A preexec_fn: the pytest child gets SIGKILL when this wrapper dies, even by SIGKILL, so a
+    killed run never leaves a child writing on (Linux: PR_SET_PDEATHSIG; elsewhere nothing)."""
+    def arm() -> None:
+        if not sys.platform.startswith("linux"):
+            return
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the wrapper died before the prctl took hold
+            os._exit(1)
+    return arm
 
 
 def local_args(args: list[str], root: Path = Path(".")) -> tuple[list[str], str]:
@@ -79,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         if sheet is None:
             sheet = str(Path(tmp, "junit.xml"))
             args = [*args, f"--junitxml={sheet}"]
-        code = subprocess.call([sys.executable, "-m", "pytest", *args])
+        code = subprocess.call([sys.executable, "-m", "pytest", *args], preexec_fn=_end_with(os.getpid()))
         verdict = run_exit_code(code, Path(sheet))
     (log.info if verdict.code == 0 else log.error)("%s; exit %d", verdict.reason, verdict.code)
     return verdict.code

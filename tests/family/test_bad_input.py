@@ -247,3 +247,37 @@ def test_toml_syntax_error_names_the_line(fam):
     edit(fam / "family.toml", "[sizes.timing]", "[sizes.timing")
     err = error_of(fam)
     assert err.line is not None and re.search(rf"family.toml:{err.line}:", str(err))
+
+
+# --------------------------------------------------------------------------- issue 22: files outside the family, long options
+
+
+def test_symlinked_rewrite_is_one_error_naming_the_file(fam, tmp_path):
+    outside = tmp_path / "elsewhere.cu"
+    outside.write_text((fam / "rewrites" / "vec4.cu").read_text())
+    (fam / "rewrites" / "vec4.cu").unlink()
+    (fam / "rewrites" / "vec4.cu").symlink_to(outside)
+    err = error_of(fam)
+    assert err.file.endswith("rewrites/vec4.cu") and "symbolic link" in err.problem and "regular file" in err.fix
+
+
+def test_rewrite_path_escaping_the_family_is_one_error(fam, tmp_path):
+    (fam / "rewrites" / "sub").mkdir()
+    edit(fam / "family.toml", 'file = "rewrites/vec4.cu"', 'file = "rewrites/../../vec4.cu"')
+    (tmp_path / "vec4.cu").write_text((fam / "rewrites" / "vec4.cu").read_text())
+    err = error_of(fam)
+    assert err.file.endswith("family.toml") and "file" in err.field
+
+
+def test_option_text_over_the_limit_is_one_error(fam):
+    text = (fam / "family.toml").read_text()
+    first = re.search(r'^text = "([^"]*)"', text, re.M)
+    long = (first.group(1) + " ") * (manifest.MAX_OPTION_TEXT // max(len(first.group(1)), 1) + 1)
+    edit(fam / "family.toml", first.group(0), f'text = "{long.strip()}"')
+    err = error_of(fam)
+    assert "rewrites[" in err.field and f"more than {manifest.MAX_OPTION_TEXT}" in err.problem
+
+
+def test_every_committed_option_text_is_within_the_limit():
+    found = discover(ROOT / "families")
+    assert found and all(d.error is None for d in found), [str(d.error) for d in found if d.error]

@@ -186,7 +186,7 @@ static inline unsigned __reduce_xor_sync(unsigned m, unsigned v) { return (unsig
 // ---------------------------------------------------------------- atomics
 // Fibers switch only at sync points, so a read-modify-write is atomic as is.
 #define EMU_ATOMIC_RMW(NAME, T, EXPR) \
-    static inline T NAME(T* p, T v) { T old = *p; *p = (EXPR); return old; }
+    EMU_NOSAN static inline T NAME(T* p, T v) { T old = *p; *p = (EXPR); return old; }
 EMU_ATOMIC_RMW(atomicAdd, int, old + v)
 EMU_ATOMIC_RMW(atomicAdd, unsigned int, old + v)
 EMU_ATOMIC_RMW(atomicAdd, unsigned long long, old + v)
@@ -219,7 +219,7 @@ EMU_ATOMIC_RMW(atomicInc, unsigned int, old >= v ? 0u : old + 1u)
 EMU_ATOMIC_RMW(atomicDec, unsigned int, (old == 0u || old > v) ? v : old - 1u)
 #undef EMU_ATOMIC_RMW
 #define EMU_ATOMIC_CAS(T) \
-    static inline T atomicCAS(T* p, T cmp, T v) { T old = *p; if (old == cmp) *p = v; return old; }
+    EMU_NOSAN static inline T atomicCAS(T* p, T cmp, T v) { T old = *p; if (old == cmp) *p = v; return old; }
 EMU_ATOMIC_CAS(int)
 EMU_ATOMIC_CAS(unsigned int)
 EMU_ATOMIC_CAS(unsigned long long)

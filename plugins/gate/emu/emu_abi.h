@@ -6,6 +6,10 @@
 
 #define EMU_HIDDEN __attribute__((visibility("hidden")))
 #define EMU_EXPORT extern "C" __attribute__((visibility("default")))
+// Prelude code that touches shared memory on the emulator's behalf (atomics, barrier state) is not
+// instrumented for the race check: an atomic is no race, and a barrier's own bookkeeping is not the
+// kernel's. Not always_inline: g++ drops the attribute when it inlines into instrumented code.
+#define EMU_NOSAN __attribute__((no_sanitize_thread))
 
 struct uint3 { unsigned int x, y, z; };
 struct dim3 {
@@ -61,6 +65,10 @@ struct alignas(64) emu_thread {
     int aq_first, aq_last, bq_first, bq_last;
     unsigned a_committed, b_committed;
     unsigned long long ctoken;  // the cluster barrier phase this thread last arrived on
+    // race check (emu_runtime.cpp, "shared-memory race check"): accesses recorded before these
+    // times are ordered before this thread's next one: by the block (barriers, barrier phases it
+    // waited on), by the cluster (cluster.sync, grid.sync), by its whole warp (a full __syncwarp)
+    unsigned long long rfloor, rcfloor, rwfloor;
 };
 static_assert(__builtin_offsetof(emu_thread, wval) == 64, "a barrier's fields fit one cache line");
 
@@ -86,11 +94,12 @@ struct emu_cluster {
     unsigned n;                // CTAs in the cluster
     unsigned expected, arrived;
     unsigned long long phase;
+    unsigned long long rtime;  // race check: when its last phase completed
 };
 
 // What a launch reports back to Python (mirrored by ctypes in emulate.py).
 struct emu_status {
-    int32_t code;              // 0 ok, 1 error (msg), 2 signal, 3 timeout
+    int32_t code;              // 0 ok, 1 error (msg), 2 signal, 3 timeout, 4 shared-memory race (msg, race_pc)
     int32_t signo;
     int32_t si_code;
     int32_t region;            // 0 unknown, 1 fiber stack guard, 2 past dynamic shared, 3 past static shared,
@@ -103,6 +112,7 @@ struct emu_status {
     double seconds;
     uint64_t switches;
     char msg[1024];
+    uint64_t race_pc[2];       // code 4 (a shared-memory race): the two accesses, as offsets in the kernel's library
 };
 
 extern "C" {
@@ -135,5 +145,8 @@ EMU_HIDDEN unsigned long long emu_cluster_arrive(const char* what);
 EMU_HIDDEN void emu_cluster_wait(unsigned long long token, const char* what);
 EMU_HIDDEN void* emu_cluster_map(const void* p, unsigned rank);
 EMU_HIDDEN int emu_cluster_query(const void* p);
+// race check: a release returns the time that an acquire of it orders the caller after
+EMU_HIDDEN unsigned long long emu_race_release(void);
+EMU_HIDDEN void emu_race_acquire(unsigned long long t);
 EMU_HIDDEN __attribute__((noreturn, format(printf, 1, 2))) void emu_fail(const char* fmt, ...);
 }

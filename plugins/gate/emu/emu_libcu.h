@@ -88,23 +88,25 @@ struct emu_bar {
     long long tx;     // transaction bytes expected (expect_tx) by this phase
     long long txcopied;  // transaction bytes its counted copies carry
     unsigned long long phase;
+    unsigned long long rtime;  // race check: when the last phase completed (emu_race_release)
 };
 
-static inline void emu_bar_init(emu_bar* b, long long expected, const char* what) {
+EMU_NOSAN static inline void emu_bar_init(emu_bar* b, long long expected, const char* what) {
     if (expected < 0 || expected > (1 << 20)) emu_fail("%s: init with an expected count of %lld", what, expected);
     b->magic = EMU_BAR_MAGIC;
     b->expected = b->pending = (int)expected;
     b->first = b->last = b->due_first = b->due_last = -1;
     b->tx = b->txcopied = 0;
     b->phase = 0;
+    b->rtime = 0;
 }
-static inline emu_bar* emu_bar_check(emu_bar* b, const char* what) {
+EMU_NOSAN static inline emu_bar* emu_bar_check(emu_bar* b, const char* what) {
     if (b->magic != EMU_BAR_MAGIC)
         emu_fail("%s on a barrier that was never initialized (call init() on it, with a __syncthreads() "
                  "before other threads use it)", what);
     return b;
 }
-static inline void emu_bar_maybe_complete(emu_bar* b, const char* what) {
+EMU_NOSAN static inline void emu_bar_maybe_complete(emu_bar* b, const char* what) {
     if (b->pending || b->txcopied < b->tx) return;
     if (b->txcopied > b->tx)
         emu_fail("%s: the barrier phase's copies carry %lld transaction bytes but only %lld were declared "
@@ -113,8 +115,9 @@ static inline void emu_bar_maybe_complete(emu_bar* b, const char* what) {
     b->tx = b->txcopied = 0;
     b->pending = b->expected;
     b->phase++;
+    b->rtime = emu_race_release();
 }
-static inline unsigned long long emu_bar_arrive(emu_bar* b, long long n, const char* what) {
+EMU_NOSAN static inline unsigned long long emu_bar_arrive(emu_bar* b, long long n, const char* what) {
     emu_bar_check(b, what);
     if (n < 1 || n > b->pending)
         emu_fail("%s: %lld arrivals, but only %d are still expected in this phase", what, n, b->pending);
@@ -123,7 +126,7 @@ static inline unsigned long long emu_bar_arrive(emu_bar* b, long long n, const c
     emu_bar_maybe_complete(b, what);
     return ph;
 }
-static inline void emu_bar_drop(emu_bar* b, const char* what) {
+EMU_NOSAN static inline void emu_bar_drop(emu_bar* b, const char* what) {
     emu_bar_check(b, what);
     if (b->expected < 1) emu_fail("%s: arrive_and_drop on a barrier that expects no arrivals", what);
     b->expected--;
@@ -135,31 +138,34 @@ struct emu_bar_wait_arg {
     unsigned long long phase;
     int parity;  // 0/1: wait_parity; -1: wait for the phase after `phase`
 };
-static inline int emu_bar_done(void* a) {
+EMU_NOSAN static inline int emu_bar_done(void* a) {
     emu_bar_wait_arg* w = (emu_bar_wait_arg*)a;
     return w->parity < 0 ? w->b->phase != w->phase : (int)(w->b->phase & 1) != w->parity;
 }
-static inline void emu_bar_wait(emu_bar* b, unsigned long long token, const char* what) {
+EMU_NOSAN static inline void emu_bar_wait(emu_bar* b, unsigned long long token, const char* what) {
     emu_bar_check(b, what);
     emu_bar_wait_arg w = {b, token, -1};
     emu_wait_until(emu_bar_done, &w, what);
+    emu_race_acquire(b->rtime);
     emu_copy_flush(&b->due_first, &b->due_last);
 }
-static inline void emu_bar_wait_parity(emu_bar* b, int parity, const char* what) {
+EMU_NOSAN static inline void emu_bar_wait_parity(emu_bar* b, int parity, const char* what) {
     emu_bar_check(b, what);
     emu_bar_wait_arg w = {b, 0, parity};
     emu_wait_until(emu_bar_done, &w, what);
+    emu_race_acquire(b->rtime);
     emu_copy_flush(&b->due_first, &b->due_last);
 }
 // try_wait: true (and the copies performed) when the phase after `token` has completed
-static inline bool emu_bar_try(emu_bar* b, unsigned long long token, int parity, const char* what) {
+EMU_NOSAN static inline bool emu_bar_try(emu_bar* b, unsigned long long token, int parity, const char* what) {
     emu_bar_check(b, what);
     emu_bar_wait_arg w = {b, token, parity};
     if (!emu_bar_done(&w)) return false;
+    emu_race_acquire(b->rtime);
     emu_copy_flush(&b->due_first, &b->due_last);
     return true;
 }
-static inline void emu_bar_attach(emu_bar* b, void* dst, const void* src, unsigned long n, int tx, const char* what) {
+EMU_NOSAN static inline void emu_bar_attach(emu_bar* b, void* dst, const void* src, unsigned long n, int tx, const char* what) {
     emu_bar_check(b, what);
     emu_copy_attach(&b->first, &b->last, dst, src, n, tx, what);
     if (tx) {
@@ -167,7 +173,7 @@ static inline void emu_bar_attach(emu_bar* b, void* dst, const void* src, unsign
         emu_bar_maybe_complete(b, what);
     }
 }
-static inline void emu_bar_expect_tx(emu_bar* b, long long n, const char* what) {
+EMU_NOSAN static inline void emu_bar_expect_tx(emu_bar* b, long long n, const char* what) {
     emu_bar_check(b, what)->tx += n;
     emu_bar_maybe_complete(b, what);
 }

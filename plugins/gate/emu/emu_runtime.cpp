@@ -12,6 +12,7 @@
 // and the child must not touch locks they could hold.
 #include "emu_abi.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -293,6 +294,8 @@ void alloc_stacks(unsigned long n) {
 #endif
 }
 
+void race_alloc(unsigned long span);
+
 void alloc_arenas(unsigned long n, unsigned long long dyn_bytes) {
     g_dyn_bytes = dyn_bytes;
     g_dyn_pages = (dyn_bytes + g_page - 1) / g_page;
@@ -301,6 +304,7 @@ void alloc_arenas(unsigned long n, unsigned long long dyn_bytes) {
     g_arenas = (char*)map_or_fail(n * g_arena_slot, "shared memory");
     g_arena_dead = (unsigned char*)map_or_fail(n, "arena flags");
     g_arena_low = (unsigned long*)map_or_fail(n * sizeof(unsigned long), "arena guards");
+    race_alloc(n * g_arena_slot);
     for (unsigned long i = 0; i < n; ++i) {
         char* a = g_arenas + i * g_arena_slot;
         mprotect(a, g_page, PROT_NONE);
@@ -431,6 +435,173 @@ void check_slack(emu_block* b) {
     }
 }
 
+
+// ------------------------------------------------------------------ shared-memory race check
+//
+// As compute-sanitizer's racecheck does: every shared-memory access is recorded per byte (the
+// kernel is compiled with g++ -fsanitize=thread, whose __tsan_read/__tsan_write calls land here;
+// no ThreadSanitizer runtime is linked). Two accesses by different threads to one byte, at least
+// one a write, race unless something orders them: a barrier of the block (__syncthreads and its
+// variants, a cuda::barrier / pipeline phase the later thread waited on), a __syncwarp whose mask
+// names both lanes, cluster.sync() (for another block's shared memory too), grid.sync(). Fibers
+// run in index order, so a read of a lower lane's slot comes after its write (read after write)
+// and a read of a higher lane's slot before it (write after read): both are caught, the second
+// when the write comes. Atomics, the emulator's own barrier state and asynchronous copies (done by
+// the runtime at their wait) are not recorded. Ordering is kept as times: a sync point that
+// completes takes the next time, and each thread keeps the time before which everything it must
+// see is ordered (emu_thread.rfloor and friends); a barrier phase orders its waiters after every
+// access made before it completed (by any thread: a miss is possible there, a false race is not).
+// WMMA's load/store_matrix_sync converge the warp but order nothing (as on a GPU).
+
+struct race_rec { unsigned long long tt, pc; };  // tt: time << 24 | (thread record + 1); 0 = none
+struct race_ring { unsigned n; struct { unsigned long long time; unsigned mask; } h[16]; };  // partial __syncwarps
+race_rec* g_shadow = nullptr;      // 3 per byte of the arenas: the last write, two unordered reads
+uintptr_t g_shadow_lo = 0;
+unsigned long g_shadow_span = 0;
+emu_thread* g_thr_base = nullptr;  // thread records of the launch child (indices fit 24 bits)
+race_ring* g_rings = nullptr;      // per thread record of a lane 0
+unsigned long long g_time = 1;
+uintptr_t g_lib_base = 0;
+
+void race_alloc(unsigned long span) {
+    g_shadow_lo = (uintptr_t)g_arenas;
+    g_shadow_span = span;
+    g_shadow = (race_rec*)map_or_fail(span * 3 * sizeof(race_rec), "the race check's shadow memory");
+    Dl_info info;
+    if (dladdr((void*)&race_alloc, &info) && info.dli_fbase) g_lib_base = (uintptr_t)info.dli_fbase;
+}
+
+void race_threads(emu_thread* th, unsigned long n) {
+    if (n >= (1ul << 24) - 1) {
+        snprintf(g_st->msg, sizeof g_st->msg, "emulator: the race check numbers threads in 24 bits; this launch has %lu", n);
+        g_st->code = 1;
+        _exit(3);
+    }
+    g_thr_base = th;
+    g_rings = (race_ring*)map_or_fail(n * sizeof(race_ring), "the race check's warp records");
+}
+
+inline unsigned long long race_tick(void) { return ++g_time; }
+
+// Is the access recorded in `tt` ordered before thread t's access now?
+bool race_ordered(unsigned long long tt, emu_thread* t) {
+    if (!tt) return true;
+    unsigned long long time = tt >> 24;
+    emu_thread* u = g_thr_base + ((tt & 0xffffff) - 1);
+    if (u == t || time < t->rcfloor) return true;
+    if (u->blk != t->blk) return false;
+    if (time < t->rfloor) return true;
+    if (u->warp != t->warp) return false;
+    if (time < t->rwfloor) return true;
+    const race_ring* r = &g_rings[(t - g_thr_base) - t->lane];
+    unsigned both = 1u << t->lane | 1u << u->lane;
+    unsigned k = r->n, seen = 0;
+    for (; k && seen < 16; --k, ++seen) {
+        const auto& e = r->h[(k - 1) % 16];
+        if (e.time <= time) return false;
+        if ((e.mask & both) == both) return true;
+    }
+    return k != 0;  // older syncwarps fell out of the ring: assume ordered (a miss, never a false race)
+}
+
+void race_name(char* out, size_t n, const char* q) {
+    for (unsigned long i = 0; i < g_narenas; ++i) {
+        emu_block* o = nullptr;
+        char* lo = g_arenas + i * g_arena_slot;
+        if (q < lo || q >= lo + g_arena_slot) continue;
+        // the block now using arena i
+        for (unsigned long long k = 0; k < g_group_n && !o; ++k)
+            if (g_group[k].slot == i) o = &g_group[k];
+        if (!o) break;
+        if (g_dyn_bytes && q >= o->dyn_smem && q < o->dyn_smem + g_dyn_bytes) {
+            snprintf(out, n, "dynamic shared memory (extern __shared__), byte %ld", (long)(q - o->dyn_smem));
+            return;
+        }
+        long off = q - o->static_smem;
+        for (int k = 0; k < g_ndecls; ++k)
+            if (off >= g_decls[k].off && off < g_decls[k].off + (long)g_decls[k].size) {
+                snprintf(out, n, "__shared__ %s, byte %ld", g_decls[k].name ? g_decls[k].name : "(unnamed)", off - g_decls[k].off);
+                return;
+            }
+    }
+    snprintf(out, n, "shared memory at %p", (const void*)q);
+}
+
+[[noreturn]] void race_report(const char* kind, const char* q, emu_thread* t, const race_rec& other, uintptr_t pc) {
+    emu_thread* u = g_thr_base + ((other.tt & 0xffffff) - 1);
+    char where[160], tb[48], bb[48], ub[48], ubb[48];
+    race_name(where, sizeof where, q);
+    fmt_idx(tb, sizeof tb, t->tid);
+    fmt_idx(bb, sizeof bb, t->blk->idx);
+    fmt_idx(ub, sizeof ub, u->tid);
+    fmt_idx(ubb, sizeof ubb, u->blk->idx);
+    const char* second = kind[0] == 'r' ? "reads" : "writes";
+    const char* first = strcmp(kind, "write after read") ? "wrote" : "read";
+    snprintf(g_st->msg, sizeof g_st->msg,
+             "shared-memory race (%s) on %s: thread %s of block %s %s it after thread %s of block %s %s it, "
+             "with nothing ordering them (__syncthreads(), a __syncwarp() naming both lanes, or cluster.sync() "
+             "between blocks of a cluster)",
+             kind, where, tb, bb, second, ub, ubb, first);
+    g_st->race_pc[0] = pc - g_lib_base;
+    g_st->race_pc[1] = other.pc ? other.pc - g_lib_base : 0;
+    note_thread();
+    g_st->code = 4;
+    _exit(3);
+}
+
+inline void race_access(const void* p, unsigned long n, int write, uintptr_t pc) {
+    uintptr_t off = (uintptr_t)p - g_shadow_lo;
+    if (off >= g_shadow_span || !g_in_fiber) return;
+    if (off + n > g_shadow_span) n = g_shadow_span - off;
+    emu_thread* t = emu_cur;
+    unsigned long long tt = g_time << 24 | (unsigned long long)(t - g_thr_base + 1);
+    for (unsigned long k = 0; k < n; ++k) {
+        race_rec* s = &g_shadow[(off + k) * 3];
+        const char* q = (const char*)p + k;
+        if (write) {
+            if (!race_ordered(s[0].tt, t)) race_report("write after write", q, t, s[0], pc);
+            if (!race_ordered(s[1].tt, t)) race_report("write after read", q, t, s[1], pc);
+            if (!race_ordered(s[2].tt, t)) race_report("write after read", q, t, s[2], pc);
+            s[0] = race_rec{tt, pc};
+            s[1].tt = s[2].tt = 0;
+        } else {
+            if (!race_ordered(s[0].tt, t)) race_report("read after write", q, t, s[0], pc);
+            // keep up to two readers no later access is ordered after: a later write races with one of them
+            if (!s[1].tt || race_ordered(s[1].tt, t)) s[1] = race_rec{tt, pc};
+            else if (!s[2].tt || race_ordered(s[2].tt, t)) s[2] = race_rec{tt, pc};
+        }
+    }
+}
+
+// A barrier of block b completed: everything before it is ordered before everything after.
+void race_block_barrier(emu_block* b) {
+    unsigned long long now = race_tick();
+    for (unsigned i = 0; i < b->n; ++i) b->threads[i].rfloor = now;
+}
+
+// A __syncwarp over `mask` of the warp starting at thread record lo completed.
+void race_syncwarp(emu_block* b, unsigned lo, unsigned nl, unsigned mask) {
+    unsigned long long now = race_tick();
+    unsigned all = nl < 32 ? (1u << nl) - 1 : ~0u;
+    if ((mask & all) == all) {
+        for (unsigned l = 0; l < nl; ++l) b->threads[lo + l].rwfloor = now;
+        return;
+    }
+    race_ring* r = &g_rings[(b->threads + lo) - g_thr_base];
+    r->h[r->n % 16].time = now;
+    r->h[r->n % 16].mask = mask;
+    r->n++;
+}
+
+void race_start_block(emu_block* b) {
+    unsigned long long now = race_tick();
+    for (unsigned i = 0; i < b->n; ++i) {
+        emu_thread* t = &b->threads[i];
+        t->rfloor = t->rcfloor = t->rwfloor = now;
+        if (!t->lane) g_rings[t - g_thr_base].n = 0;
+    }
+}
+
 // ------------------------------------------------------------------ blocks
 
 void init_block(emu_block* b, uint3 idx, emu_thread* th, unsigned long first_stack, unsigned long arena) {
@@ -471,6 +642,7 @@ void init_block(emu_block* b, uint3 idx, emu_thread* th, unsigned long first_sta
         init_uctx(t, slot);
 #endif
     }
+    race_start_block(b);
 }
 
 const char* op_name(emu_thread* t) { return t->what && *t->what ? t->what : "a sync point"; }
@@ -505,6 +677,13 @@ int resolve_warp(emu_block* b, unsigned lo, unsigned hi) {
             if ((m >> j & 1) && th[j].wop != t->wop)
                 fail_block(b, "warp %u: lane %u is at %s while lane %u, named in its mask 0x%08x, is at %s",
                            lo / 32, l, op_name(t), j, m, op_name(&th[j]));
+    }
+    unsigned synced = 0;  // __syncwarp orders the lanes of its mask (WMMA's .sync operations use the op too, and order nothing)
+    for (unsigned l = 0; l < nl; ++l) {
+        if (!(release >> l & 1) || th[l].wop != EMU_OP_SYNCWARP || (synced >> l & 1)) continue;
+        synced |= th[l].wmask;
+        if (!strncmp(op_name(&th[l]), "wmma::", 6)) continue;
+        race_syncwarp(b, lo, nl, th[l].wmask);
     }
     unsigned handled = 0;  // collectives run once per group of lanes
     for (unsigned l = 0; l < nl; ++l) {
@@ -647,6 +826,7 @@ int run_block(emu_block* b) {
             int count = 0;
             for (unsigned i = 0; i < b->n; ++i) count += b->threads[i].bar_pred != 0;
             b->bar_result = count;
+            race_block_barrier(b);
             for (unsigned i = 0; i < b->n; ++i) b->threads[i].state = EMU_RUNNABLE;
             b->n_bar = 0;
             continue;
@@ -825,8 +1005,10 @@ void run_group(emu_block* bs, unsigned long long n) {
                 g_st->code = 1;
                 _exit(3);
             }
+            unsigned long long now = race_tick();
             for (unsigned long long k = 0; k < n; ++k) {
                 emu_block* b = &bs[k];
+                for (unsigned i = 0; i < b->n; ++i) b->threads[i].rfloor = b->threads[i].rcfloor = now;
                 for (unsigned i = 0; i < b->n; ++i)
                     if (b->threads[i].state == EMU_AT_GRID) b->threads[i].state = EMU_RUNNABLE;
                 b->n_grid = 0;
@@ -887,6 +1069,7 @@ void fail_launch(const char* fmt, ...) {
         alloc_stacks(csize * nthreads);
         alloc_arenas(csize, dyn_bytes);
         emu_thread* th = (emu_thread*)map_or_fail(csize * nthreads * sizeof(emu_thread), "thread records");
+        race_threads(th, csize * nthreads);
         emu_block* bs = (emu_block*)map_or_fail(csize * sizeof(emu_block), "block records");
         g_clusters = (emu_cluster*)map_or_fail(sizeof(emu_cluster), "cluster record");
         order ord(nclusters);
@@ -923,6 +1106,7 @@ void fail_launch(const char* fmt, ...) {
         alloc_stacks(nblocks * nthreads);
         alloc_arenas(nblocks, dyn_bytes);
         emu_thread* th = (emu_thread*)map_or_fail(nblocks * nthreads * sizeof(emu_thread), "thread records");
+        race_threads(th, nblocks * nthreads);
         emu_block* bs = (emu_block*)map_or_fail(nblocks * sizeof(emu_block), "block records");
         g_clusters = (emu_cluster*)map_or_fail(nblocks * sizeof(emu_cluster), "cluster records");
         reset_copies();
@@ -1206,6 +1390,7 @@ EMU_HIDDEN unsigned long long emu_cluster_arrive(const char*) {
     if (++c->arrived == c->expected) {
         c->arrived = 0;
         c->phase++;
+        c->rtime = race_tick();
     }
     return ph;
 }
@@ -1217,7 +1402,38 @@ EMU_HIDDEN void emu_cluster_wait(unsigned long long token, const char* what) {
     emu_thread* t = emu_cur;
     t->wval = token;
     emu_wait_until(cluster_phase_moved, t, what);
+    unsigned long long r = t->blk->cl->rtime;  // the cluster barrier orders every block's shared memory
+    if (r > t->rfloor) t->rfloor = r;
+    if (r > t->rcfloor) t->rcfloor = r;
 }
+
+EMU_HIDDEN unsigned long long emu_race_release(void) { return race_tick(); }
+EMU_HIDDEN void emu_race_acquire(unsigned long long r) {
+    if (r > emu_cur->rfloor) emu_cur->rfloor = r;
+}
+
+// The calls g++ -fsanitize=thread puts before every load and store (no ThreadSanitizer runtime
+// is linked: these are the whole of it), and the few others it emits.
+#define EMU_TSAN_RW(N)                                                                                        \
+    EMU_HIDDEN void __tsan_read##N(void* p) { race_access(p, N, 0, (uintptr_t)__builtin_return_address(0)); }  \
+    EMU_HIDDEN void __tsan_write##N(void* p) { race_access(p, N, 1, (uintptr_t)__builtin_return_address(0)); } \
+    EMU_HIDDEN void __tsan_unaligned_read##N(void* p) { race_access(p, N, 0, (uintptr_t)__builtin_return_address(0)); } \
+    EMU_HIDDEN void __tsan_unaligned_write##N(void* p) { race_access(p, N, 1, (uintptr_t)__builtin_return_address(0)); }
+EMU_TSAN_RW(1)
+EMU_TSAN_RW(2)
+EMU_TSAN_RW(4)
+EMU_TSAN_RW(8)
+EMU_TSAN_RW(16)
+#undef EMU_TSAN_RW
+EMU_HIDDEN void __tsan_read_range(void* p, unsigned long n) { race_access(p, n, 0, (uintptr_t)__builtin_return_address(0)); }
+EMU_HIDDEN void __tsan_write_range(void* p, unsigned long n) { race_access(p, n, 1, (uintptr_t)__builtin_return_address(0)); }
+EMU_HIDDEN void __tsan_init(void) {}
+EMU_HIDDEN void __tsan_func_entry(void*) {}
+EMU_HIDDEN void __tsan_func_exit(void) {}
+EMU_HIDDEN void __tsan_vptr_update(void**, void*) {}
+EMU_HIDDEN void __tsan_vptr_read(void**) {}
+EMU_HIDDEN void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+EMU_HIDDEN void __tsan_atomic_signal_fence(int) {}
 static int smem_owner(emu_cluster* c, const char* q, long* off, int* dyn) {
     for (unsigned r = 0; r < c->n; ++r) {
         emu_block* o = c->blocks[r];

@@ -1,0 +1,73 @@
+"""The emulator's shared-memory race check: planted races fail, their fixed twins pass.
+
+Why: fibers run in index order, so a race on a lower neighbour's slot reads the
+value already written and the output alone never shows it (issue 22). The
+check tracks reads and writes per barrier interval as compute-sanitizer's
+racecheck does (tests/fixtures/emu/races.cu holds the kernels).
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from plugins.family.plan import BufferArg, ResolvedLaunch, ScalarArg
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed: the CPU emulator compiles kernels with it")
+
+SRC = Path(__file__).parents[1] / "fixtures" / "emu" / "races.cu"
+N = 512
+
+
+def _run(kernel: str) -> np.ndarray:
+    from plugins.gate import emulate
+
+    x = np.arange(1, N + 1, dtype=np.float32)
+    launch = ResolvedLaunch(kernel, (2, 1, 1), (256, 1, 1), 0,
+                            (BufferArg("x"), BufferArg("out"), ScalarArg("n", "int", N)), False)
+    return emulate.run_source(SRC.read_text(), [launch], {"x": x, "out": np.zeros(N, np.float32)},
+                              name="tests/fixtures/emu/races.cu")["out"]
+
+
+@pytest.mark.parametrize("kernel, kind, later, earlier", [
+    ("lower_neighbour", "read after write", "float left = t > 0 ? s[t - 1]", "s[t] = i < n ? x[i] : 0.0f;"),
+    ("higher_neighbour", "write after read", "s[t] = i < n ? x[i] : 0.0f;", "float right ="),
+    ("warp_no_syncwarp", "write after read", "s[t] = i < n ? x[i] : 0.0f;", "float other = s[t ^ 1];"),
+    ("tile_sync_across", "read after write", "float other = s[t ^ 16];", "s[t] = i < n ? x[i] : 0.0f;"),
+    ("write_write", "write after write", "s[t / 2] = ", "s[t / 2] = "),
+    ("cluster_unsynced", "write after read", "s[t] = i < n ? x[i] : 0.0f;", "float p = peer[t];"),
+])
+def test_planted_race_is_reported_with_kernel_buffer_threads_and_lines(kernel, kind, later, earlier):
+    from plugins.gate.emulate import EmuRace
+
+    with pytest.raises(EmuRace) as err:
+        _run(kernel)
+    msg = str(err.value)
+    assert f"kernel {kernel} (launch 0)" in msg and f"({kind})" in msg and "__shared__ s, byte" in msg
+    assert msg.count("thread (") == 2
+    lines = SRC.read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines, 1) if f" {kernel}(" in ln)
+
+    def first_after(text: str) -> int:
+        return next(i for i, ln in enumerate(lines, 1) if i > start and text in ln)
+
+    assert f"later access at tests/fixtures/emu/races.cu:{first_after(later)}" in msg, msg
+    assert f"earlier at tests/fixtures/emu/races.cu:{first_after(earlier)}" in msg, msg
+
+
+@pytest.mark.parametrize("kernel", ["neighbours_synced", "warp_syncwarp", "tile_sync_within", "atomics", "cluster_synced"])
+def test_ordered_twin_passes_with_the_right_answer(kernel):
+    x = np.arange(1, N + 1, dtype=np.float32)
+    out = _run(kernel)
+    s = x.reshape(2, 256)
+    t = np.arange(256)
+    expect = {
+        "neighbours_synced": s + np.where(t > 0, np.roll(s, 1, 1), 0) + np.where(t < 255, np.roll(s, -1, 1), 0),
+        "warp_syncwarp": s + s[:, t ^ 1],
+        "tile_sync_within": s + s[:, t ^ 8],
+        "atomics": np.repeat(s.sum(1, keepdims=True), 256, 1),
+        "cluster_synced": s + s[::-1],
+    }[kernel].reshape(-1)
+    np.testing.assert_allclose(out, expect, rtol=1e-6)
