@@ -265,7 +265,7 @@ _OTHER_ROLE = (
     r"|segunda|segundo|alternativa|deuxième|zweite|alternative|второй|запасной|次点|次善|二番目|次に速い|备选|第二|其次|차선|두\s*번째)"
 )
 _QUALIFIED = re.compile(
-    _OTHER_ROLE + r"(?:[\s-]+[^\W\d_]+){0,3}\s*(?:[:：=]|\s[-–—]|\bis|\bwould\s+be|\bbe)?\s*[\(\[*\"']*\s*(?:(?:option|choice)\s+)?$",
+    r"(?<!\bto\s)(?<!→\s)" + _OTHER_ROLE + r"(?:[\s-]+[^\W\d_]+){0,3}\s*(?:[:：=]|\s[-–—]|\bis|\bwould\s+be|\bbe)?\s*[\(\[*\"']*\s*(?:(?:option|choice)\s+)?$",
     re.I,
 )
 _ROLE_LINE = re.compile(r"^[\s\-*#>|\d.)]*(?:the\s+|my\s+|a\s+)?(?:close\s+)?" + _OTHER_ROLE + r"\b[^:：\n]{0,40}[:：]", re.I)
@@ -432,7 +432,7 @@ def _tables(text: str) -> list[tuple[int, str]]:
             n, letter = letters[0]
             pos = offsets[k] + lines[k].find(cells[n]) if cells[n] else offsets[k]
             others = [c for m_, c in enumerate(cells) if m_ != n and c]
-            if others and _CELL_LABEL.match(others[0]) and len(others) == 1:
+            if len(others) == 1 and _CELL_LABEL.match(others[0]) and cells.index(others[0]) < n:
                 found.append((pos, letter))  # "| Answer | C |"
             elif any(_CELL_MARK.match(c) for c in others) or (
                 rank_col is not None and rank_col < len(cells) and _RANK_ONE.match(cells[rank_col])
