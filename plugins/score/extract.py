@@ -39,8 +39,41 @@ Decisions for ambiguous text (each has a case in tests/fixtures/answers/):
   unless the whole block is an answer: just a letter or "Answer: B", or a
   JSON object whose "answer" is one letter. Inline code counts only when it
   holds just a letter (`` `B` ``).
-- "A is wrong", "I think (A) or (B)", a ranking list ("- C", "- B" ...), and a
-  trace cut off before a label give nothing.
+- "A is wrong", "I think (A) or (B)", a ranking list with no stated order
+  ("- C", "- B" ...), and a trace cut off before a label give nothing.
+
+Decisions added for issue 22 (cases in tests/fixtures/answers/issue22.jsonl):
+- Reasoning is never the answer: <think>, <thinking>, <thought>, <reasoning>,
+  <seed:think>, [THINK], <|begin_of_thought|>, ◁think▷ and ollama's
+  "Thinking... / ...done thinking." blocks are removed; one never closed runs
+  to the end; a closer with no opener ends a block that began the reply. In
+  gpt-oss's harmony format only the "final" channel is read (none: a miss).
+- A letter labelled as another role is not the answer: "Runner-up: B",
+  "Close second: D", "Alternative: A", "Second choice: B", "my second choice
+  is B", "Slowest: A", "Backup: C" (in several languages); it never overrides.
+- Several letters after one label are no answer: "Answer: B, C", "B and D",
+  "C & D", "C (or D)", "B y D", "B和D"; nor is the second of such a pair.
+- A conditional is no answer: "A if the tile fits, otherwise C", "Answer: C,
+  unless ...", "If it fits in L2, the answer is B", "C for large N, A for
+  small N"; "If I had to pick, the answer is C" is a commitment and counts.
+- An answer followed by a withdrawal with no answer after it is a miss:
+  "scratch that", "I take that back", "wait, no", "I can't decide", "D is not
+  the fastest after all". A question or a note after the answer is not one.
+- Cyrillic/Greek А В С (Α Β) read as A B C only right after an answer label
+  and before punctuation or the line's end ("Ответ: С."); "Ответ: В этом ..."
+  is the Russian word.
+- "not B — it is D", "Not A, but C", "It isn't B; it's D" are D, C, D;
+  "the fastest is D" is a label ("B and D both beat A, but the fastest is D").
+- Tables: a row of a label cell and a letter cell ("| **Answer** | **C** |")
+  is that answer; a table with exactly one row marked fastest/winner/✅, or
+  rank 1 under a "Rank" column, names that row's letter (two marked: none).
+- A ranking whose order is stated ("fastest first", "from fastest to
+  slowest", "slowest to fastest") names its first (or last) entry, as a list
+  or as "D > A > C > B"; a tie in the deciding entry or no stated order: none.
+- Japanese, Korean and Chinese closings with no label read when they end the
+  line: "最も速いのは C です。", "答えは B です。", "가장 빠른 것은 D입니다.",
+  "B가 가장 빠릅니다.", "最快的是 C。"; their negations ("ではありません",
+  "不是") and conditionals ("否则") give nothing.
 """
 from __future__ import annotations
 
