@@ -56,8 +56,10 @@ Decisions added for issue 22 (cases in tests/fixtures/answers/issue22.jsonl):
 - A conditional is no answer: "A if the tile fits, otherwise C", "Answer: C,
   unless ...", "If it fits in L2, the answer is B", "C for large N, A for
   small N"; "If I had to pick, the answer is C" is a commitment and counts.
+- A stray echoed option line ("D) Hints only") after an answer naming another
+  letter: in doubt, a miss.
 - An answer followed by a withdrawal with no answer after it is a miss:
-  "scratch that", "I take that back", "wait, no", "I can't decide", "D is not
+  "scratch that", "on second thought", "I take that back", "wait, no", "I can't decide", "D is not
   the fastest after all". A question or a note after the answer is not one.
 - Cyrillic/Greek А В С (Α Β) read as A B C only right after an answer label
   and before punctuation or the line's end ("Ответ: С."); "Ответ: В этом ..."
@@ -526,7 +528,7 @@ def _not_but(text: str) -> list[tuple[int, str]]:
 
 # Withdrawing the answer after giving it, with no other answer after the withdrawal.
 _WITHDRAW = re.compile(
-    r"\b(?:I\s+)?(?:retract|withdraw)\b|\bscratch\s+that\b|\bstrike\s+that\b|\b(?:disregard|ignore|forget)\s+(?:that|this|the\s+above|what\s+I\s+said|my\s+(?:previous\s+|earlier\s+)?answer)\b"
+    r"\b(?:I\s+)?(?:retract|withdraw)\b|\bon\s+second\s+thoughts?\b|\bscratch\s+that\b|\bstrike\s+that\b|\b(?:disregard|ignore|forget)\s+(?:that|this|the\s+above|what\s+I\s+said|my\s+(?:previous\s+|earlier\s+)?answer)\b"
     r"|\btake\s+(?:that|it|this)\s+back\b|\bthat(?:'s|’s|\s+is|\s+was)\s+(?:wrong|incorrect|not\s+right|a\s+mistake)\b|\bI\s+was\s+wrong\b"
     r"|\bmy\s+(?:previous\s+|earlier\s+)?answer\s+(?:is|was)\s+(?:wrong|incorrect)\b|\b(?:wait|actually|hmm),?\s+no\b"
     r"|\bI\s+(?:can't|cannot|can\s+not|won't|will\s+not)\s+(?:commit|decide|choose|pick|give\s+(?:a|an|one)\s+(?:final\s+)?answer)\b"
@@ -689,6 +691,9 @@ def extract_letter(text: str | None) -> str | None:
     if not candidates:
         return None
     pos, letter = max(candidates)
+    line = norm[norm.rfind("\n", 0, pos) + 1:]
+    if _ECHO_LINE.match(line) and any(ltr != letter for _, ltr in candidates):
+        return None  # "The answer is C" then a stray "D) Hints only" line: in doubt
     return None if _withdrawn(norm, pos, letter) else letter
 
 
