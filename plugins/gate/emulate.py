@@ -37,7 +37,6 @@ limits are in families/README.md).
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import logging
 import mmap
 import os
@@ -55,7 +54,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from plugins.cache.store import kind_dir
+from plugins.cache.store import digest, kind_dir
 from plugins.cache.work import count
 from plugins.family.cuda_source import (
     CTYPE_DTYPES,
@@ -284,11 +283,8 @@ def _emu_files() -> dict[str, bytes]:
 
 
 def _digest(*parts: bytes | str) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p if isinstance(p, bytes) else p.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:24]
+    """A build's file name: the cache's own digest, shortened (file names, not integrity)."""
+    return digest(*parts)[:24]
 
 
 def _atomic_compile(cmd: list[str], out: Path, what: str) -> None:
