@@ -26,7 +26,10 @@ from plugins.cache import store
 # caps, no launch bounds: nothing tells candidates apart except their code.
 # ptxas's default optimisation level is -O3.
 NVRTC_OPTIONS: tuple[str, ...] = ("--std=c++17", "-ftz=true", "--device-as-default-execution-space")
-ARCHS: tuple[str, ...] = ("sm_90", "sm_100", "sm_121")
+# Every target from sm_80 up that users own: A100 (8.0), RTX 3090/A6000 (8.6),
+# RTX 4090/L40S (8.9), H100/H200 (9.0), B200 (10.0), RTX 5090 (12.0), GB10 (12.1).
+# A family compiles for those at or above its [needs] (plugins/family/needs.py).
+ARCHS: tuple[str, ...] = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120", "sm_121")
 STATIC_SHARED_LIMIT = 48 * 1024
 
 

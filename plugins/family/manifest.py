@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any, Callable, Iterable, Mapping
 
 from plugins.family.compile import ARCHS
+from plugins.family import needs as needs_mod
 from plugins.family.cuda_source import (
     CTYPE_DTYPES,
     POINTER_ONLY_CTYPES,
@@ -51,9 +52,11 @@ MAX_THREADS = 1024
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_DYNAMIC_SHARED = 48 * 1024
-# The CPU stages evaluate persistent grids with these SM counts: the H200's and
-# the DGX Spark's, so a plan that only works on one of them is caught.
-SM_COUNTS_CHECKED = (132, 48)
+# The CPU stages evaluate persistent grids at the SM counts of the GPUs users own:
+# RTX 4070 46, GB10 48, RTX 3090 82, RTX A6000 84, A100 108, RTX 4090 128,
+# H100/H200 SXM 132, L40S 142, B200 148, RTX 5090 170, RTX PRO 6000 188; a plan
+# that only works on some of them is caught.
+SM_COUNTS_CHECKED = (46, 48, 82, 84, 108, 128, 132, 142, 148, 170, 188)
 
 # Words and patterns that would tell a reader which option is quick: one list,
 # in leak_words.toml beside this module (families/README.md links to it).
@@ -81,8 +84,8 @@ TOP_FIELDS = {
     "start", "rewrites", "wrong", "intended",
     "profile_checks",  # optional: claims about the binary (plugins/family/profile_checks.py)
 }
-OPTIONAL_HARD_FIELDS = {"targets", "gpu_gate_only", "pair"}  # optional, for the hard set
-TOP_FIELDS |= OPTIONAL_HARD_FIELDS
+OPTIONAL_HARD_FIELDS = {"needs", "gpu_gate_only", "pair"}  # optional, for the hard set
+TOP_FIELDS |= OPTIONAL_HARD_FIELDS | {"targets"}  # targets: retired, one clear error in _needs
 # Data groups (the diagnose set): members share every file a model reads and differ
 # only in the run-time data make_inputs draws (`[data]`); `[slip]` names the cue rows.
 GROUP_FIELDS = {"group", "data", "slip"}
@@ -92,14 +95,21 @@ GROUP_SIZES = (2, 3)
 CANDIDATE_FIELDS = {"id", "file", "text", "defect", "launch", "zero_before"}
 CANDIDATE_FIELDS |= {"allow_local"}  # opt-in to local memory (a stack frame): see families/README.md
 CANDIDATE_FIELDS |= {"allow_spills"}  # optional: spills by design (recorded, not failed)
-# Targets a family may declare (default: ARCHS). sm_90a is Hopper-only (wgmma, TMA).
-KNOWN_TARGETS = ("sm_90", "sm_90a", "sm_100", "sm_121")
+NEEDS_FIELDS = {"compute_capability", "why"}  # [needs]: the lowest compute capability (default 8.0)
 MAX_CLUSTER = 8  # portable cluster size; larger needs a non-portable launch attribute
 LAUNCH_FIELDS = {"kernel", "grid", "block", "shared_bytes", "args", "cooperative"}
 BUFFER_FIELDS = {"dtype", "count", "role", "tolerance"}
 TOLERANCE_FIELDS = {"kind", "rtol", "atol", "steps"}
 INTENDED_FIELDS = {"winner", "reasoning", "cue"}  # cue: diagnose set only, what the slip shows in words
 SIZES_FIELDS = {"timing", "gate", "tiny"}
+SIZES_OPTIONAL = {"l2_per_gpu"}  # GPU -> what a working set under 4x its L2 means there (families/README.md, Sizes)
+# The L2 each GPU enables (NVIDIA's published sizes; the H200 row takes GH100's full
+# 60 MiB die, a margin over its 50 MB). A memory-bound family moves 4x the L2 of every
+# GPU at [sizes.timing], or states per GPU in [sizes.l2_per_gpu] what its smaller working set means there.
+GPU_L2_BYTES: Mapping[str, int] = {
+    "A100": 40 * 10**6, "RTX 4090": 72 * 10**6, "L40S": 96 * 10**6, "RTX 5090": 96 * 10**6,
+    "H200": 60 * 2**20, "B200": 126 * 10**6,
+}
 REFERENCE_FUNCS = ("make_inputs", "reference", "naive")
 
 
@@ -202,7 +212,10 @@ class Family:
     intended_reasoning: str
     set: str = DEFAULT_SET
     profile_checks: tuple[ProfileCheck, ...] = ()  # claims about the binary (plugins/family/profile_checks.py)
-    targets: tuple[str, ...] = ARCHS  # compiled, measured and asked only for these
+    targets: tuple[str, ...] = ARCHS  # compiled and profiled for these: ARCHS at or above `needs`
+    l2_per_gpu: Mapping[str, str] = field(default_factory=dict)  # [sizes.l2_per_gpu]
+    needs: str = "8.0"  # the lowest compute capability every candidate runs on ([needs] in family.toml)
+    needs_why: str = ""  # what needs it ("thread block clusters"), "" at the floor
     gpu_gate_only: Mapping[str, str] = field(default_factory=dict)  # candidate id -> why the emulator cannot gate it
     pair: str = ""  # the family sharing this one's kernel sources, differing only in shape
     group: tuple[str, ...] = ()  # a data group's members, this one included (diagnose set)
@@ -227,9 +240,13 @@ class Family:
         return module.make_inputs(rng, dict(shape), dict(self.data)) if self.group else module.make_inputs(rng, dict(shape))
 
     def targets_gpu(self, compute_capability: str) -> bool:
-        """Whether a GPU of compute capability "9.0" (sm_90) is one this family declares."""
-        arch = "sm_" + compute_capability.replace(".", "")
-        return any(t.rstrip("a") == arch for t in self.targets)
+        """Whether a GPU of compute capability "8.9" can run every candidate (cc >= `needs`)."""
+        return needs_mod.parse_cc(compute_capability) >= needs_mod.parse_cc(self.needs)
+
+    @property
+    def needs_text(self) -> str:
+        """'compute capability 9.0 (thread block clusters)': the skip reason's middle."""
+        return f"compute capability {self.needs}" + (f" ({self.needs_why})" if self.needs_why else "")
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:
@@ -462,9 +479,22 @@ def _exc_text(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or "(no message)"
 
 
+def _l2_per_gpu(raw: Mapping[str, Any], file: str) -> dict[str, str]:
+    tbl = _expect(raw.get("l2_per_gpu", {}), dict, file, "sizes.l2_per_gpu", '[sizes.l2_per_gpu] B200 = "..."')
+    out = {}
+    for gpu, text in tbl.items():
+        if gpu not in GPU_L2_BYTES:
+            raise FamilyError(file, f"sizes.l2_per_gpu.{gpu}", "is not a GPU the L2 rule knows", f"use one of {sorted(GPU_L2_BYTES)}")
+        text = _expect(text, str, file, f"sizes.l2_per_gpu.{gpu}", "a statement").strip()
+        if not text:
+            raise FamilyError(file, f"sizes.l2_per_gpu.{gpu}", "is empty", "say what the working set means on that GPU")
+        out[gpu] = text
+    return out
+
+
 def _size_sets(raw: Any, file: str) -> tuple[dict, tuple[dict, ...], tuple[dict, ...]]:
     _expect(raw, dict, file, "sizes", "a [sizes] table")
-    _check_fields(raw, SIZES_FIELDS, SIZES_FIELDS, file, "sizes.")
+    _check_fields(raw, SIZES_FIELDS | SIZES_OPTIONAL, SIZES_FIELDS, file, "sizes.")
     timing = _expect(raw["timing"], dict, file, "sizes.timing", "a [sizes.timing] table")
     sets = {}
     for kind in ("gate", "tiny"):
@@ -739,18 +769,55 @@ _INT_RANGES = {
 }
 
 
-def _hard_fields(raw: Mapping[str, Any], file: str, name: str, ids: list[str]) -> tuple[tuple[str, ...], dict[str, str], str]:
-    """targets, gpu_gate_only and pair: optional fields, read and checked on their own."""
-    targets = _expect(raw.get("targets", list(ARCHS)), list, file, "targets", 'a list such as ["sm_90", "sm_100", "sm_121"]')
-    if not targets:
-        raise FamilyError(file, "targets", "is empty", f"list the targets the family supports, from {KNOWN_TARGETS}")
-    for t in targets:
-        if t not in KNOWN_TARGETS:
-            raise FamilyError(file, "targets", f"{t!r} is not a known target", f"use targets from {KNOWN_TARGETS}")
-    if len(set(targets)) != len(targets):
-        raise FamilyError(file, "targets", f"{targets} names a target twice", "list each once")
-    if "sm_90" in targets and "sm_90a" in targets:
-        raise FamilyError(file, "targets", "names both sm_90 and sm_90a", "keep sm_90a for Hopper-only code, else sm_90")
+def _needs(raw: Mapping[str, Any], file: str, cands: tuple["Candidate", ...]) -> tuple[str, str, tuple[str, ...]]:
+    """[needs] checked against the code: (compute capability, why, targets).
+
+    A candidate using a feature above the declared level is one error naming its
+    file and line; a level above what any code shows must say why.
+    """
+    if "targets" in raw:
+        raise FamilyError(file, "targets", "lists chips; a family now declares what it needs",
+                          'remove targets; add [needs] compute_capability = "9.0" if a candidate needs more than 8.0')
+    tbl = _expect(raw.get("needs", {}), dict, file, "needs", '[needs] compute_capability = "9.0"')
+    _check_fields(tbl, NEEDS_FIELDS, set(), file, "needs.")
+    text = _expect(tbl.get("compute_capability", needs_mod.cc_text(needs_mod.FLOOR)), str, file,
+                   "needs.compute_capability", 'a string such as "9.0"')
+    try:
+        cc = needs_mod.parse_cc(text)
+    except ValueError as exc:
+        raise FamilyError(file, "needs.compute_capability", str(exc), 'write it as "8.0", "8.9" or "9.0"') from None
+    targets = tuple(a for a in ARCHS if needs_mod.arch_cc(a) >= cc)
+    if cc < needs_mod.FLOOR or not targets:
+        raise FamilyError(file, "needs.compute_capability", f"is {text}",
+                          f"use a level from {needs_mod.cc_text(needs_mod.FLOOR)} to {needs_mod.cc_text(needs_mod.arch_cc(ARCHS[-1]))} "
+                          f"(the targets are {list(ARCHS)})")
+    why = _expect(tbl.get("why", ""), str, file, "needs.why", "what needs it, e.g. \"thread block clusters\"").strip()
+    found, worst = [], None
+    for c in cands:
+        got = needs_mod.uses(c.source)
+        found.append(got)
+        for u in got:
+            if u.feature.what in needs_mod.ARCH_SPECIFIC:
+                raise FamilyError(_rel(c.path), "", f"uses {u.feature.what} (`{u.text[:60]}`), which runs on one "
+                                  "chip only", "use portable instructions (every target must run every candidate)", line=u.line)
+        top = needs_mod.highest(got)
+        if top is not None and top.feature.cc > cc and (worst is None or top.feature.cc > worst[1].feature.cc):
+            worst = (c, top)
+    if worst is not None:
+        c, top = worst
+        raise FamilyError(_rel(c.path), "", f"uses {top.feature.what} (`{top.text[:60]}`), which needs compute "
+                          f"capability {needs_mod.cc_text(top.feature.cc)}; the family declares {text}",
+                          f'declare [needs] compute_capability = "{needs_mod.cc_text(top.feature.cc)}" in {file}, '
+                          "or write the candidate without it", line=top.line)
+    why = needs_mod.reason(cc, why, found)
+    if cc > needs_mod.FLOOR and not why:
+        raise FamilyError(file, "needs.why", f"is missing: compute capability {text} is above what any candidate's "
+                          f"code shows ({needs_mod.cc_text(needs_mod.FLOOR)})", "say what needs it, or lower needs.compute_capability")
+    return needs_mod.cc_text(cc), why if cc > needs_mod.FLOOR else "", targets
+
+
+def _hard_fields(raw: Mapping[str, Any], file: str, name: str, ids: list[str]) -> tuple[dict[str, str], str]:
+    """gpu_gate_only and pair: optional fields, read and checked on their own."""
     gpu_only: dict[str, str] = {}
     for i, entry in enumerate(_expect(raw.get("gpu_gate_only", []), list, file, "gpu_gate_only", '[{ id = "...", why = "..." }]')):
         w = f"gpu_gate_only[{i}]."
@@ -768,7 +835,7 @@ def _hard_fields(raw: Mapping[str, Any], file: str, name: str, ids: list[str]) -
     pair = _expect(raw.get("pair", ""), str, file, "pair", "the name of the family sharing this one's kernels")
     if pair and (pair == name or not re.fullmatch(r"[a-z][a-z0-9_]*", pair)):
         raise FamilyError(file, "pair", f"is {pair!r}", "name the other family of the pair (a directory under families/)")
-    return tuple(targets), gpu_only, pair
+    return gpu_only, pair
 
 
 _METRIC_NAME = re.compile(r"[a-z0-9]+__[a-z0-9_]+(\.[a-z0-9_]+)+")
@@ -904,7 +971,7 @@ def load_family(fam_dir: Path) -> Family:
         raise FamilyError(file, "", f"is not valid TOML: {exc}", "correct the syntax at that line",
                           int(at.group(1)) if at else None) from None
 
-    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set", "profile_checks"} - OPTIONAL_HARD_FIELDS - GROUP_FIELDS,
+    _check_fields(raw, TOP_FIELDS, TOP_FIELDS - {"constraints", "params", "set", "profile_checks", "targets"} - OPTIONAL_HARD_FIELDS - GROUP_FIELDS,
                   file, "")
     name = _expect(raw["name"], str, file, "name", "the family name")
     if name != fam_dir.name:
@@ -920,6 +987,7 @@ def load_family(fam_dir: Path) -> Family:
         raise FamilyError(file, "bound", f"is {bound!r}", f"use one of {BOUNDS}")
     constraints = tuple(_expect(raw.get("constraints", []), list, file, "constraints", "a list of expressions"))
     timing, gate, tiny = _size_sets(raw["sizes"], file)
+    l2_per_gpu = _l2_per_gpu(raw["sizes"], file)
     params = _expect(raw.get("params", {}), dict, file, "params", "a [params] table")
     for k, v in params.items():
         _expect(v, (int, float), file, f"params.{k}", "a number")
@@ -1000,7 +1068,8 @@ def load_family(fam_dir: Path) -> Family:
     if intended["winner"] not in [r.id for r in rewrites]:
         raise FamilyError(file, "intended.winner", f"{intended['winner']!r} is not a rewrite id", f"use one of {[r.id for r in rewrites]}")
 
-    targets, gpu_only, pair = _hard_fields(raw, file, name, [c.id for c in (start, *rewrites, *wrong)])
+    gpu_only, pair = _hard_fields(raw, file, name, [c.id for c in (start, *rewrites, *wrong)])
+    needs_cc, needs_why, targets = _needs(raw, file, (start, *rewrites, *wrong))
     group, data, slip, cue = _group_fields(raw, file, name, fam_set)
     if pair and group:
         raise FamilyError(file, "pair", "a family is in a shape pair or a data group, not both", "remove pair or group")
@@ -1009,7 +1078,7 @@ def load_family(fam_dir: Path) -> Family:
         timing=timing, gate=gate, tiny=tiny, params=dict(params), buffers=tuple(buffers),
         start=start, rewrites=rewrites, wrong=wrong,
         intended_winner=intended["winner"], intended_reasoning=str(intended["reasoning"]).strip(), set=fam_set,
-        targets=targets, gpu_gate_only=gpu_only, pair=pair, group=group, data=data, slip=slip, intended_cue=cue,
+        l2_per_gpu=l2_per_gpu, targets=targets, needs=needs_cc, needs_why=needs_why, gpu_gate_only=gpu_only, pair=pair, group=group, data=data, slip=slip, intended_cue=cue,
         profile_checks=_profile_checks(raw.get("profile_checks", []), (start, *rewrites, *wrong), file),
     )
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from plugins.measure.session import REFUSED, MeasureState, budget_seconds, positive_int, state_from_options
+from plugins.measure.targets import device_of, unsupported
+from plugins.measure.session import REFUSED, UNSUPPORTED, MeasureState, budget_seconds, positive_int, state_from_options
 
 MEASURE = pytest.StashKey[MeasureState]()
 
@@ -46,6 +47,8 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def measure_session(pytestconfig: pytest.Config):
     session, reason = pytestconfig.stash[MEASURE].session()
+    if session is None and reason.startswith(UNSUPPORTED):
+        pytest.exit(reason, returncode=2)
     if session is None and reason.startswith(REFUSED):
         pytest.fail(reason, pytrace=False)
     return session if session is not None else pytest.skip(reason)
@@ -54,6 +57,8 @@ def measure_session(pytestconfig: pytest.Config):
 @pytest.fixture(scope="session")
 def cupy_executor(pytestconfig: pytest.Config):
     executor, reason = pytestconfig.stash[MEASURE].executor()
+    if executor is not None and (why := unsupported(device_of(executor))):
+        pytest.exit(f"{UNSUPPORTED}{why}", returncode=2)
     return executor if executor is not None else pytest.skip(reason)
 
 

@@ -177,22 +177,10 @@ def stamp() -> str:
 
 
 def target_mismatch(fam: Family, gpu: Mapping[str, Any]) -> str:
-    """Why this GPU is not one of the family's declared targets, or "".
+    """Why this GPU cannot run the family, or "" (plugins/measure/targets.py decides)."""
+    from plugins.measure.targets import family_skip
 
-    Hook point: family.toml's `targets` list (which GPUs a family declares) is
-    being added by another change; until Family carries it every GPU is a
-    target. Once it does, a target matches the GPU's slug (`h200`) or its
-    architecture (`sm_90`).
-    """
-    targets = getattr(fam, "targets", None)
-    if not targets:
-        return ""
-    cc = str(gpu.get("compute_capability", ""))
-    if not cc:  # a GPU whose architecture is unknown (a test fixture) is not judged
-        return ""
-    names = {str(gpu.get("slug", "")), f"sm_{cc.replace('.', '')}"}
-    declared = set(targets) | {t[:-1] for t in targets if t.endswith("a")}  # sm_90a runs on an sm_90 GPU
-    return "" if names & declared else f"{fam.name} declares targets {list(targets)}; this GPU is {sorted(names)}"
+    return family_skip(fam, gpu)
 
 
 class MeasureSession:
@@ -248,7 +236,7 @@ class MeasureSession:
             if self.config.slips_only:
                 out = self._slips_only(fam)
             elif why := target_mismatch(fam, self.gpu):
-                out = FamilyOutcome(fam.name, not_measured=f"not a target: {why}")
+                out = FamilyOutcome(fam.name, not_measured=f"skipped: {why}")
                 out.slip = {"status": "skipped", "reason": "not measured on this GPU"}
             elif self.dead:
                 out = FamilyOutcome(fam.name, error=f"context: not measured, {self.dead}; rerun this family in a new process")
@@ -278,6 +266,7 @@ class MeasureSession:
         the script's rerun covers every family this process never reached."""
         path = Path(self.config.out_root) / "reports" / "measure" / "selected.json"
         names = [f.name for f in families]
+        self.selected = tuple(families)
         try:
             if not path.is_file() or json.loads(path.read_text()).get("families") != names:
                 write_json_atomic(path, {"gpu": self.slug, "families": names})
@@ -795,6 +784,7 @@ def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
 
 
 REFUSED = "refused: "
+UNSUPPORTED = "unsupported GPU: "  # one message, then the pass stops (no family can run)
 
 
 @dataclass
@@ -844,6 +834,11 @@ class MeasureState:
                 return None, "the GPU measure pass runs in one process: run pytest -m measure without -n (xdist)"
             from plugins.measure.provenance import ProvenanceRefused
 
+            from plugins.measure.targets import device_of, unsupported
+
+            if why := unsupported(device_of(ex)):
+                self._reason = f"{UNSUPPORTED}{why}"
+                return None, self._reason
             try:
                 self._session = gpu_session(self.config, ex)
             except ProvenanceRefused as exc:
@@ -859,8 +854,13 @@ class MeasureState:
             return []
         from tabulate import tabulate
 
+        from plugins.measure.targets import coverage
+
         rows = summary_rows([o.summary() for o in self._session.outcomes.values()])
-        return tabulate(rows, headers=SUMMARY_HEADERS, disable_numparse=True).splitlines()
+        lines = tabulate(rows, headers=SUMMARY_HEADERS, disable_numparse=True).splitlines()
+        if chosen := getattr(self._session, "selected", ()):
+            lines += ["", *coverage(chosen, self._session.gpu).lines()]
+        return lines
 
 
 def state_from_options(root: Path, getoption: Callable[[str], Any], argv: Sequence[str], in_worker: bool,

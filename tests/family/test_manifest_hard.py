@@ -112,30 +112,41 @@ def _set_top(d: Path, line: str) -> None:
     edit(d / "family.toml", 'set = "hard"', f'set = "hard"\n{line}')
 
 
-def test_targets_default_and_declared(rowquant):
+def test_needs_gives_the_targets_and_is_checked_against_the_code(rowquant):
     from plugins.family.catalog import Catalog
     from plugins.family.compile import ARCHS
 
-    assert load_family(rowquant).targets == ARCHS
-    _set_top(rowquant, 'targets = ["sm_90a"]')
-    fam = load_family(rowquant)
-    assert fam.targets == ("sm_90a",) and fam.targets_gpu("9.0") and not fam.targets_gpu("12.1")
+    fam = load_family(rowquant)  # the fixture declares 8.9: fp8 conversions
+    assert fam.needs == "8.9" and fam.needs_why == "hardware fp8 conversions"
+    assert fam.targets == tuple(a for a in ARCHS if a not in ("sm_80", "sm_86"))
+    assert fam.targets_gpu("8.9") and fam.targets_gpu("12.1") and not fam.targets_gpu("8.6")
     cases, ids = Catalog.load(rowquant.parent).cases("compile_case")
-    assert {c[2] for c in cases} == {"sm_90a"} and all(i.endswith("/sm_90a") for i in ids)
+    assert {c[2] for c in cases} == set(fam.targets) and not any(i.endswith("/sm_80") for i in ids)
+    toml = (rowquant / "family.toml").read_text()
+    (rowquant / "family.toml").write_text(toml.replace('compute_capability = "8.9"', 'compute_capability = "8.0"'))
+    with pytest.raises(FamilyError) as exc:
+        load_family(rowquant)
+    assert str(exc.value).startswith(f"{_rel_or_abs(rowquant / 'kernel.cu')}:5: uses hardware fp8 conversions")
+    assert 'declare [needs] compute_capability = "8.9"' in exc.value.fix
+    (rowquant / "family.toml").write_text(toml.replace('compute_capability = "8.9"', 'compute_capability = "9.0"'))
+    with pytest.raises(FamilyError, match="needs.why.*above what any candidate's code shows"):
+        load_family(rowquant)
+    (rowquant / "family.toml").write_text(toml.replace('compute_capability = "8.9"', 'compute_capability = "9.0"\nwhy = "the tile needs 228 KB of shared memory"'))
+    assert load_family(rowquant).needs_text == "compute capability 9.0 (the tile needs 228 KB of shared memory)"
+    (rowquant / "family.toml").write_text(toml.replace('compute_capability = "8.9"', 'compute_capability = "7.5"'))
+    with pytest.raises(FamilyError, match="needs.compute_capability.*is 7.5"):
+        load_family(rowquant)
+    _set_top(rowquant, 'targets = ["sm_90"]')
+    with pytest.raises(FamilyError, match="targets.*a family now declares what it needs"):
+        load_family(rowquant)
 
 
-@pytest.mark.parametrize(
-    "line, field_part, words",
-    [
-        ('targets = ["sm_80"]', "targets", "not a known target"),
-        ("targets = []", "targets", "is empty"),
-        ('targets = ["sm_90", "sm_90a"]', "targets", "both sm_90 and sm_90a"),
-        ('gpu_gate_only = [{ id = "nope", why = "inline PTX" }]', "gpu_gate_only[0].id", "not a candidate"),
-        ('gpu_gate_only = [{ id = "wide", why = " " }]', "gpu_gate_only[0].why", "is empty"),
-        ('gpu_gate_only = [{ id = "wide" }]', "gpu_gate_only[0].why", "missing"),
-        ('pair = 3', "pair", "expected"),
-    ],
-)
+def _rel_or_abs(p):
+    from plugins.family.manifest import _rel
+
+    return _rel(p)
+
+
 def test_hard_field_errors_are_clear(rowquant, line, field_part, words):
     _set_top(rowquant, line)
     err = error_of(rowquant)

@@ -10,12 +10,15 @@ import os
 import pytest
 
 from plugins.gate.check import fresh_seeds, gate_candidate
+from plugins.measure.targets import device_of, family_skip
 
 pytestmark = pytest.mark.gpu
 
 
 def test_gate_gpu(candidate, cupy_executor, record_property):
     fam, cand = candidate
+    if why := family_skip(fam, device_of(cupy_executor)):
+        pytest.skip(why)
     if cand.role == "wrong" and os.environ.get("SPARKTRACE_GATE_MEMCHECK") == "1":
         pytest.skip(f"{fam.name}/{cand.id}: under memcheck (scripts/gate-memcheck.sh) only starts and rewrites run; "
                     "a wrong variant may go out of bounds on purpose")

@@ -1310,13 +1310,11 @@ def test_full_compile_options_include_the_paths_cupy_adds(tmp_path):
     assert rec["assembled_by"].startswith("cupy._core.core.assemble_cupy_compiler_options")
 
 
-def test_the_targets_hook_measures_every_gpu_until_families_declare_targets(scale_fixture):
-    from types import SimpleNamespace
-
+def test_the_targets_hook_judges_by_the_family_s_need(scale_fixture):
     from plugins.measure.session import target_mismatch
 
-    gpu = {"slug": "h200", "compute_capability": "9.0"}
-    assert target_mismatch(scale_fixture, gpu) == ""
-    assert target_mismatch(SimpleNamespace(name="f", targets=("sm_90",)), gpu) == ""
-    assert target_mismatch(SimpleNamespace(name="f", targets=("h200",)), gpu) == ""
-    assert "declares targets ['sm_121']" in target_mismatch(SimpleNamespace(name="f", targets=("sm_121",)), gpu)
+    assert target_mismatch(scale_fixture, {"name": "NVIDIA H200", "compute_capability": "9.0"}) == ""
+    assert target_mismatch(scale_fixture, {"name": "NVIDIA A100", "compute_capability": "8.0"}) == ""
+    assert target_mismatch(scale_fixture, {"name": "test fixture"}) == ""
+    assert target_mismatch(scale_fixture, {"name": "Tesla T4", "compute_capability": "7.5"}).endswith(
+        "needs compute capability 8.0; this GPU is Tesla T4, 7.5")
