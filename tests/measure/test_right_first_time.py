@@ -1,0 +1,60 @@
+"""Issue 19, "right the first time": the review's smaller defects of the GPU path, each on CPU.
+
+Everything GPU-shaped here is a labelled fake (a fake device probe, a fake cupy
+module, fake executors and timers); nothing here is a measurement.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from plugins.measure.provenance import GIT_COMMIT_ENV, git_state, gpu_record, is_unavailable
+from tests.measure.test_measure_protocol import BrokenProbe, FakeProbe
+
+pytestmark = pytest.mark.measure
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# --------------------------------------------------------------------------- provenance
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True, env=env).stdout.strip()
+
+
+def test_the_given_commit_wins_over_an_enclosing_git_repository(tmp_path):
+    outer = tmp_path / "home"
+    tree = outer / "copies" / "sparktrace"  # a copy of the tree with no .git, inside someone else's repository
+    tree.mkdir(parents=True)
+    _git(outer, "init", "-q")
+    (outer / "notes.txt").write_text("not SparkTrace\n")
+    _git(outer, "add", "notes.txt")
+    _git(outer, "commit", "-q", "-m", "someone else's")
+    theirs = _git(outer, "rev-parse", "HEAD")
+    st = git_state(tree, env={GIT_COMMIT_ENV: "0123abc"})
+    assert st["git_commit"] == "0123abc", "the enclosing repository's HEAD is not this code's commit"
+    assert GIT_COMMIT_ENV in st["git_commit_source"]
+    assert is_unavailable(st["git_dirty"]) and theirs in st["git_dirty"]
+    same = git_state(tree, env={GIT_COMMIT_ENV: theirs[:10]})
+    assert same["git_commit"] == theirs[:10] and same["git_dirty"] is False, "git's dirty flag is kept where HEAD agrees"
+    assert git_state(tree, env={})["git_commit"] == theirs, "without the variable, git's HEAD as before"
+
+
+# --------------------------------------------------------------------------- the device record
+
+
+def test_the_device_record_states_the_memory_bus_width():
+    class WideProbe(FakeProbe):
+        def properties(self):
+            return {**super().properties(), "memoryBusWidth": 5120}
+
+    gpu = gpu_record(WideProbe())
+    assert gpu["memory_bus_width_bits"] == 5120 and gpu["mem_clock_max_mhz"] == 1000
+    assert is_unavailable(gpu_record(FakeProbe())["memory_bus_width_bits"]), "a property the device lacks says so"
+    assert "cudaErrorNoDevice" in gpu_record(BrokenProbe())["memory_bus_width_bits"]
