@@ -58,3 +58,34 @@ def test_the_device_record_states_the_memory_bus_width():
     assert gpu["memory_bus_width_bits"] == 5120 and gpu["mem_clock_max_mhz"] == 1000
     assert is_unavailable(gpu_record(FakeProbe())["memory_bus_width_bits"]), "a property the device lacks says so"
     assert "cudaErrorNoDevice" in gpu_record(BrokenProbe())["memory_bus_width_bits"]
+
+
+# --------------------------------------------------------------------------- make measure-gpu
+
+
+def _make(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "--no-print-directory", *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+def test_make_measure_gpu_writes_outside_the_repository_by_default():
+    p = _make("-n", "measure-gpu")
+    assert p.returncode == 0, p.stderr
+    cmd = [line for line in p.stdout.splitlines() if "scripts/measure-gpu.sh" in line][0]
+    out = Path(cmd.split("scripts/measure-gpu.sh", 1)[1].split()[0].strip('"'))
+    assert out.is_absolute() and ROOT.resolve() not in out.resolve().parents and out.resolve() != ROOT.resolve(), cmd
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("cupy") is not None,
+                    reason="CuPy is importable here: this checks the status on a machine without a device")
+def test_make_measure_gpu_reaches_the_preflight_and_reports_the_scripts_status(tmp_path):
+    import sys
+
+    from plugins.measure.gpu_run import NO_DEVICE
+
+    p = _make("measure-gpu", f"MEASURE_OUT={tmp_path / 'out'}",
+              env={"PYTHON": sys.executable, "SPARKTRACE_GIT_COMMIT": "0" * 40, "MEASURE_STATE_DIR": str(tmp_path / "state")})
+    text = p.stdout + p.stderr
+    assert "inside the repository" not in text, text[-2000:]
+    assert "no CUDA device" in text and f"Error {NO_DEVICE}" in text, text[-2000:]
+    assert (tmp_path / "out" / "preflight.json").is_file()
