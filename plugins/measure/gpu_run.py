@@ -7,6 +7,7 @@ plain function here that CPU tests feed with fakes. scripts/measure-gpu.sh
 only sequences these steps and pytest under a hard timeout.
 
     python -m plugins.measure.gpu_run check-out OUT
+    python -m plugins.measure.gpu_run packages          # the importable packages the pass needs but lacks
     python -m plugins.measure.gpu_run preflight OUT [--no-ncu] [--allow-unknown-commit]
     python -m plugins.measure.gpu_run launch            # the one-line kernel, for ncu to profile
     python -m plugins.measure.gpu_run finish OUT --pytest-rc N [--keep-loose] [--state-dir DIR] [--slips-only] [--pass-args ARGS]
@@ -65,6 +66,26 @@ PREFLIGHT_KERNEL = "sparktrace_preflight"
 PREFLIGHT_SOURCE = f'extern "C" __global__ void {PREFLIGHT_KERNEL}(int* p) {{ p[0] = 42; }}\n'
 NCU_VERSION_TIMEOUT_S = 30
 NCU_COUNTER_TIMEOUT_S = 60
+NCU_SECTIONS_TIMEOUT_S = 30
+# What the pass imports on the GPU machine (the script installs carried wheels for the missing):
+# ml_dtypes carries the bfloat16 and e4m3 inputs, pynvml the clocks.
+PACKAGES = ("cupy", "numpy", "ml_dtypes", "pytest", "pytest_benchmark", "tabulate", "pynvml")
+
+
+def missing_packages(find: Callable[[str], Any] | None = None) -> list[str]:
+    """The PACKAGES that cannot be imported here (a broken parent package counts as missing)."""
+    import importlib.util
+
+    look = find or importlib.util.find_spec
+    out = []
+    for name in PACKAGES:
+        try:
+            found = look(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            out.append(name)
+    return out
 
 
 # --------------------------------------------------------------------------- preflight
@@ -504,6 +525,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--no-ncu", action="store_true")
     p.add_argument("--allow-unknown-commit", action="store_true")
     sub.add_parser("launch")
+    sub.add_parser("packages")
     f = sub.add_parser("finish")
     f.add_argument("out")
     f.add_argument("--pytest-rc", type=int, required=True)
@@ -537,6 +559,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if pf.status != OK:
             log.warning("preflight: exit %d: %s: %s", pf.status, STATUS_TEXT[pf.status], pf.reason())
         return pf.status
+    if args.cmd == "packages":
+        sys.stdout.write(" ".join(missing_packages()) + "\n")
+        return OK
     if args.cmd == "rerun":
         sys.stdout.write(",".join(rerun_families(Path(args.out))))
         return OK

@@ -89,3 +89,23 @@ def test_make_measure_gpu_reaches_the_preflight_and_reports_the_scripts_status(t
     assert "inside the repository" not in text, text[-2000:]
     assert "no CUDA device" in text and f"Error {NO_DEVICE}" in text, text[-2000:]
     assert (tmp_path / "out" / "preflight.json").is_file()
+
+
+# --------------------------------------------------------------------------- the package probe
+
+
+def test_the_package_probe_asks_for_ml_dtypes_and_the_script_uses_it(capsys):
+    from plugins.measure import gpu_run
+
+    assert "ml_dtypes" in gpu_run.PACKAGES, "bfloat16 and e4m3 inputs need ml_dtypes"
+    assert gpu_run.missing_packages(lambda name: None) == list(gpu_run.PACKAGES)
+    assert gpu_run.missing_packages(lambda name: None if name == "ml_dtypes" else object()) == ["ml_dtypes"]
+
+    def broken(name):
+        raise ModuleNotFoundError(f"No module named {name!r} (fake)")
+
+    assert "ml_dtypes" in gpu_run.missing_packages(broken)
+    assert gpu_run.main(["packages"]) == 0
+    assert capsys.readouterr().out.split() == gpu_run.missing_packages()
+    script = (ROOT / "scripts" / "measure-gpu.sh").read_text()
+    assert "plugins.measure.gpu_run packages" in script, "the script's probe is this list, not a copy of it"
