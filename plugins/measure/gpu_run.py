@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import shutil
 import statistics
 import subprocess
@@ -164,6 +165,19 @@ def counter_command(ncu: str, metrics: Sequence[str], python: str = sys.executab
             python, "-m", "plugins.measure.gpu_run", "launch"]
 
 
+def sections_command(ncu: str) -> list[str]:
+    """The sections this ncu offers (one identifier at the start of each table row)."""
+    return [ncu, "--list-sections"]
+
+
+_SECTION_ROW = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)(?:\s|$)")
+
+
+def listed_sections(text: str) -> frozenset[str]:
+    """The section identifiers of `ncu --list-sections`' table (its header row excluded)."""
+    return frozenset(m.group(1) for line in text.splitlines() if (m := _SECTION_ROW.match(line)) and m.group(1) != "Identifier")
+
+
 def ncu_check(pf: Preflight, ncu_path: str | None, ncu_reason: str, run: Callable[..., Any], repo: Path,
               clock: Callable[[], float], python: str = sys.executable) -> None:
     """`ncu --version`, then the counters on the one-line kernel; sets `pf.ncu_unusable` or `pf.ncu_metrics`.
@@ -172,7 +186,7 @@ def ncu_check(pf: Preflight, ncu_path: str | None, ncu_reason: str, run: Callabl
     (capture.PROFILER_WIDE) rules the slips out: a check that fails for a reason
     not recognised is reported as inconclusive and the slips are still tried,
     so a misread of ncu's output never costs every slip of the window."""
-    from plugins.measure.capture import METRICS, REQUIRED_METRICS, metric_rejection, profiler_wide_error
+    from plugins.measure.capture import METRICS, REQUIRED_METRICS, SECTIONS, metric_rejection, profiler_wide_error
     from plugins.measure.provenance import parse_ncu_version
 
     pf.ncu_path = ncu_path
@@ -190,6 +204,34 @@ def ncu_check(pf: Preflight, ncu_path: str | None, ncu_reason: str, run: Callabl
     if not _step(pf, "ncu --version", version, clock):
         pf.ncu_unusable = pf.steps[-1].detail
         return
+
+    # Every slip asks for SECTIONS by name: one this ncu lacks fails every profile, so it rules
+    # the slips out here; a listing the preflight cannot read is inconclusive, as for counters.
+    t0 = clock()
+    try:
+        p = run(sections_command(ncu_path), cwd=str(repo), capture_output=True, text=True, timeout=NCU_SECTIONS_TIMEOUT_S)
+        text = (p.stdout or "") + "\n" + (p.stderr or "")
+        listed = listed_sections(p.stdout or "") if p.returncode == 0 else frozenset()
+        if wide := profiler_wide_error(text):
+            raise ProfilerUnusable(wide)
+        if not listed:
+            raise RuntimeError(f"ncu --list-sections exited {p.returncode} and listed no section: {text.strip()[-300:]}")
+        lacking = [sec for sec in SECTIONS if sec not in listed]
+        if lacking:
+            why = (f"this ncu ({pf.steps[-1].detail}) lacks the section(s) {lacking} that every slip asks for "
+                   f"(ncu --list-sections lists {len(listed)}); install a Nsight Compute that has them, or change "
+                   "plugins/measure/capture.py SECTIONS")
+            pf.steps.append(Step("ncu sections", False, why, clock() - t0))
+            pf.ncu_unusable = why
+            return
+        pf.steps.append(Step("ncu sections", True, f"all {len(SECTIONS)} sections listed", clock() - t0))
+    except ProfilerUnusable as exc:
+        pf.steps.append(Step("ncu sections", False, f"the profiler is unusable: {exc}", clock() - t0))
+        pf.ncu_unusable = str(exc)
+        return
+    except Exception as exc:
+        pf.steps.append(Step("ncu sections", False, f"inconclusive, slips will still be tried: {type(exc).__name__}: {exc}",
+                             clock() - t0))
 
     def counters(metrics: Sequence[str]) -> str:
         p = run(counter_command(ncu_path, metrics, python), cwd=str(repo), capture_output=True, text=True,

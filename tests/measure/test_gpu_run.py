@@ -169,6 +169,15 @@ with open(os.environ["FAKE_NCU_LOG"], "a") as f:
 if args[:1] == ["--version"]:
     print("NVIDIA (R) Nsight Compute Command Line Profiler (FAKE)\nVersion 2025.3.1.0 (build 1) (fake)")
     sys.exit(0)
+if args[:1] == ["--list-sections"]:
+    print("----------------------- ------------------------- ------- ---------")
+    print("Identifier              Display Name              Enabled Filename")
+    print("----------------------- ------------------------- ------- ---------")
+    for s in ("ComputeWorkloadAnalysis", "InstructionStats", "LaunchStats", "MemoryWorkloadAnalysis",
+              "MemoryWorkloadAnalysis_Chart", "MemoryWorkloadAnalysis_Tables", "Occupancy", "SpeedOfLight", "WarpStateStats"):
+        if not (mode == "nosection" and s == "WarpStateStats"):
+            print(f"{s:<30} {s} (fake)  no  /fake/sections/{s}.section")
+    sys.exit(0)
 metrics = args[args.index("--metrics") + 1].split(",") if "--metrics" in args else []
 if mode == "perm":
     print("==PROF== Connected to process 1 (fake)")
@@ -211,10 +220,11 @@ def _pre(tmp_path, mode, monkeypatch, **kw):
 def test_preflight_passes_on_a_device_and_a_profiler_that_reads_counters(tmp_path, monkeypatch, fake_ncu):
     pf = _pre(tmp_path, "ok", monkeypatch)
     assert pf.status == OK and pf.ncu_unusable == "" and pf.ncu_metrics == "all", pf.as_record()
-    assert [s.name for s in pf.steps] == ["commit", "output folder", "CUDA device", "ncu --version", "ncu counters"]
+    assert [s.name for s in pf.steps] == ["commit", "output folder", "CUDA device", "ncu --version", "ncu sections", "ncu counters"]
     assert pf.ncu_path == shutil.which("ncu")
     calls = fake_ncu.read_text().splitlines()
-    assert calls[0] == "--version" and "--clock-control none" in calls[1] and "regex:^(sparktrace_preflight)$" in calls[1]
+    assert calls[:2] == ["--version", "--list-sections"]
+    assert "--clock-control none" in calls[2] and "regex:^(sparktrace_preflight)$" in calls[2]
 
 
 def test_preflight_finds_the_counter_permission_error(tmp_path, monkeypatch, fake_ncu):
@@ -231,10 +241,21 @@ def test_an_unexplained_counter_failure_is_inconclusive_not_fatal(tmp_path, monk
     assert pf.steps[-1].name == "ncu counters" and not pf.steps[-1].ok and pf.steps[-1].detail.startswith("inconclusive")
 
 
+def test_preflight_checks_the_sections_against_what_ncu_lists(tmp_path, monkeypatch, fake_ncu):
+    from plugins.measure.gpu_run import listed_sections
+
+    pf = _pre(tmp_path, "nosection", monkeypatch)
+    assert pf.status == NO_PROFILER and "WarpStateStats" in pf.ncu_unusable and "--list-sections" in pf.ncu_unusable
+    assert pf.steps[-1].name == "ncu sections" and not pf.steps[-1].ok
+    assert fake_ncu.read_text().splitlines() == ["--version", "--list-sections"], "no profile is started after that"
+    assert listed_sections("Identifier  Display Name\n------ ----\nSpeedOfLight  GPU Speed Of Light  yes  f\n"
+                           "==WARNING== x\nOccupancy") == {"SpeedOfLight", "Occupancy"}
+
+
 def test_preflight_learns_a_rejected_optional_metric(tmp_path, monkeypatch, fake_ncu):
     pf = _pre(tmp_path, "picky", monkeypatch)
     assert pf.status == OK and pf.ncu_metrics == "required", pf.as_record()
-    assert len(fake_ncu.read_text().splitlines()) == 3, "--version, the full list (refused), the required list"
+    assert len(fake_ncu.read_text().splitlines()) == 4, "--version, --list-sections, the full list (refused), the required list"
 
 
 def test_preflight_stops_at_the_first_fatal_step(tmp_path, monkeypatch, fake_ncu):
