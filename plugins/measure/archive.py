@@ -144,15 +144,23 @@ def _key_first(item: tuple[str, int]) -> tuple[int, str]:
     return rank, path
 
 
-def write_archives(out: Path, limits: Limits = Limits(), priority: Sequence[str] = ()) -> ArchivePlan:
-    """Archive OUT's results next to the loose files; reports of families earlier in `priority` first."""
+def archive_plan(out: Path, limits: Limits = Limits(), priority: Sequence[str] = ()) -> ArchivePlan:
+    """What the archives of OUT will hold, and what is left out (nothing is written):
+    keys first, then reports of families earlier in `priority`."""
     out = Path(out)
     keys, reps = _members(out)
     keys.sort(key=_key_first)
     rank = {name: i for i, name in enumerate(priority)}
     reps.sort(key=lambda f: (rank.get(Path(f[0]).name.split(".")[0], len(rank)), f[0]))
     loose = [(n, (out / n).stat().st_size) for n in KEEP_LOOSE if (out / n).is_file()]
-    plan = plan_archives([("measure-keys", keys), ("measure-ncu-rep", reps)], loose, limits)
+    return plan_archives([("measure-keys", keys), ("measure-ncu-rep", reps)], loose, limits)
+
+
+def write_archives(out: Path, limits: Limits = Limits(), priority: Sequence[str] = (),
+                   plan: ArchivePlan | None = None) -> ArchivePlan:
+    """Archive OUT's results next to the loose files, as `plan` (default: archive_plan) says."""
+    out = Path(out)
+    plan = plan or archive_plan(out, limits, priority)
     for old in out.glob("measure-*.tar.gz"):
         old.unlink()
     for name, members in plan.archives:

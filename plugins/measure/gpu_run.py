@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from plugins.atomicio import write_json_atomic, write_text_atomic
-from plugins.measure.archive import Limits, cap_log, clean_loose, layout_problems, out_dir_problem, write_archives
+from plugins.measure.archive import (Limits, archive_plan, cap_log, clean_loose, layout_problems, out_dir_problem,
+                                      write_archives)
 
 log = logging.getLogger("sparktrace.gpu_run")
 
@@ -54,7 +55,7 @@ STATUS_TEXT = {
     NO_PROFILER: "keys measured; the profiler is unusable here, so no slip was taken",
     NO_KEY: "no measurement file was written",
     SLIPS_LEFT: "keys measured; some slips were skipped for time: run scripts/measure-gpu.sh --slips-only",
-    LAYOUT: "the output breaks the return limits: something would not come back",
+    LAYOUT: "the output breaks the return limits, or a slip's report was left out of the archives: something would not come back",
     INTERRUPTED: "the hard timeout interrupted pytest: see summary.txt for what was done",
     PYTEST_ERROR: "pytest failed to run (internal or usage error)",
     HUNG: "a family hung (recorded as hung in summary.txt); the families after it were measured in a new process",
@@ -452,6 +453,10 @@ def exit_status(pytest_rc: int, summaries: Iterable[Mapping[str, Any]], prefligh
     left = sorted(s["family"] for s in rows if str(s.get("slip_reason", "")).startswith("time budget"))
     if left:
         found[SLIPS_LEFT] = f"slips skipped for time: {', '.join(left)}"
+    unpacked = sorted(s["family"] for s in rows if s.get("slip") == LEFT_OUT)
+    if unpacked:
+        found[LAYOUT] = "; ".join([*([found[LAYOUT]] if LAYOUT in found else []),
+                                   f"slip reports left out of the archives (they will not come back): {', '.join(unpacked)}"])
     for code in PRECEDENCE:
         if code in found:
             return code, [f"{c} {found[c]}" for c in PRECEDENCE if c in found]
@@ -499,20 +504,57 @@ def next_line(rows: Iterable[Mapping[str, Any]], pass_args: Sequence[str] = ()) 
             + f"    # takes the slips skipped for time: {', '.join(left)}")
 
 
+LEFT_OUT = "left out"  # a summary's slip status once its .ncu-rep cannot come back: not captured
+
+
+def mark_left_out(out: Path, left_out: Sequence[tuple[str, str]]) -> list[str]:
+    """Every captured slip whose .ncu-rep the archives leave out is no longer captured: its summary
+    and its key say "left out" and why, before the archives are written. Returns the families."""
+    reports = {path: why for path, why in left_out if path.endswith(".ncu-rep")}
+    marked = []
+    for p in sorted((Path(out) / "reports" / "measure").glob("*/*.json")):
+        try:
+            data = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        files = data.get("slip_files") or [f"slips/{p.parent.name}/{data.get('family', p.stem)}.ncu-rep"]
+        hit = [f for f in files if f in reports] if data.get("slip") == "captured" else []
+        if not hit:
+            continue
+        reason = (f"its report {hit[0]} was left out of the archives ({reports[hit[0]]}), so it will not come back; "
+                  "take it again with scripts/measure-gpu.sh --slips-only and fewer families")
+        write_json_atomic(p, {**data, "slip": LEFT_OUT, "slip_reason": reason})
+        marked.append(str(data.get("family", p.stem)))
+        key = Path(data["key"]) if data.get("key") else None
+        if key is not None and not key.is_absolute():
+            key = Path(out) / key
+        try:
+            if key is not None and key.is_file():
+                rec = json.loads(key.read_text())
+                rec["slip"] = {**rec.get("slip", {}), "status": LEFT_OUT, "reason": reason}
+                write_json_atomic(key, rec)
+        except (OSError, ValueError) as exc:
+            log.warning("could not mark %s's slip as left out in %s: %s", data.get("family"), key, exc)
+    return marked
+
+
 def finish(out: Path, repo: Path, pytest_rc: int, *, keep_loose: bool = False, state_dir: Path | None = None,
            slips_only: bool = False, limits: Limits = Limits(), emit: Callable[[str], None] = log.warning,
            pass_args: Sequence[str] = ()) -> int:
     """Summary, archives, cleaning, the layout check and the exit status (printed with its reasons)."""
     out = Path(out)
     pre = json.loads((out / "preflight.json").read_text()) if (out / "preflight.json").is_file() else {}
+    write_text_atomic(out / "summary.txt", summary_text(out))  # a draft: the archive plan counts its size
+    cap_log(out / "measure.log", limits)
+    plan = archive_plan(out, limits, slip_priority_order(out))
+    mark_left_out(out, plan.left_out)  # before the summaries and keys are packed
     text = summary_text(out)
     write_text_atomic(out / "summary.txt", text)
     emit(text.rstrip("\n"))
     rows = [s for g in read_summaries(out).values() for s in g.values()]
     if state_dir is not None:
         save_state(out, state_dir, merge=slips_only)
-    cap_log(out / "measure.log", limits)
-    plan = write_archives(out, limits, slip_priority_order(out))
+    plan = write_archives(out, limits, plan=plan)
     for path, why in plan.left_out:
         emit(f"NOT ARCHIVED (will not come back): {path}: {why}")
     if not keep_loose:

@@ -345,7 +345,8 @@ def _pass_output(out: Path, reports: dict[str, int], kept: set[str], gpu: str = 
         _write(out / "slips" / gpu / f"{fam}.json", b"{}")
         _write(out / "slips" / gpu / f"{fam}.ncu-rep", rng.bytes(rep_bytes))
         summary = {"family": fam, "set": "classic", "winner": "r_one" if fam in kept else None, "kept": fam in kept,
-                   "key": f"families/{fam}/measurements/{gpu}.json", "slip": "captured", "slip_reason": "", "reason": ""}
+                   "key": f"families/{fam}/measurements/{gpu}.json", "slip": "captured", "slip_reason": "", "reason": "",
+                   "slip_files": [f"slips/{gpu}/{fam}{ext}" for ext in (".ncu-rep", ".csv", ".json")]}
         _write(out / "reports" / "measure" / gpu / f"{fam}.json", json.dumps(summary).encode())
     _write(out / "measure.log", b"log line (fixture)\n" * 100)
     _write(out / "junit.xml", b"<testsuite/>")
@@ -381,7 +382,16 @@ def test_archives_only_output_comes_back_whole(tmp_path):
     assert sorted(reps) == [f"slips/fake-test-gpu/fam_{i}.ncu-rep" for i in (0, 1, 2, 4, 5)], "fam_3 is last in priority"
     text = (out / "summary.txt").read_text()
     assert "left out of the archives:" in text and f"exit status {code}" in text
-    assert code == OK, text
+    # a report that does not come back is no captured slip: its summary and key say so, and so does the status
+    assert code == LAYOUT and "slip reports left out of the archives (they will not come back): fam_3" in text, text
+    assert "fam_3: " in text and "slip: left out its report slips/fake-test-gpu/fam_3.ncu-rep was left out" in text
+    with tarfile.open(out / members["reports/measure/fake-test-gpu/fam_3.json"]) as t:
+        s3 = json.load(t.extractfile("reports/measure/fake-test-gpu/fam_3.json"))
+        k3 = json.load(t.extractfile("families/fam_3/measurements/fake-test-gpu.json"))
+        s0 = json.load(t.extractfile("reports/measure/fake-test-gpu/fam_0.json"))
+    assert s3["slip"] == "left out" and "no room left under the return limits" in s3["slip_reason"]
+    assert k3["slip"]["status"] == "left out" and k3["slip"]["reason"] == s3["slip_reason"]
+    assert s0["slip"] == "captured", "a report that came back still counts"
 
 
 def test_plan_archives_respects_count_size_and_total():
