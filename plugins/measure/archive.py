@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 KEEP_LOOSE = ("measure.log", "summary.txt")  # left beside the archives in OUT
+INPUTS_DIR = ".timing-inputs"  # plugins.measure.inputs.INPUTS_DIR: never archived, removed with the loose files
 PARTIAL = "measure-partial.tar.gz"  # keys and summaries so far, refreshed after each key (replaced by finish)
 
 
@@ -130,6 +131,8 @@ def _members(out: Path) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
         if not p.is_file() or p.is_symlink():
             continue
         rel = p.relative_to(out).as_posix()
+        if rel.split("/", 1)[0] == INPUTS_DIR:  # the timing inputs: large, and redrawn from the key's seed
+            continue
         if rel in KEEP_LOOSE or (len(p.relative_to(out).parts) == 1 and p.name.startswith("measure-") and p.name.endswith(".tar.gz")):
             continue
         (reps if p.suffix == ".ncu-rep" else keys).append((rel, p.stat().st_size))

@@ -351,7 +351,7 @@ def repeat_lines(repeats: Mapping[str, Mapping[str, Any]]) -> list[str]:
     done = {f: r for f, r in repeats.items() if r.get("status") == "measured"}
     differ = sorted(f for f, r in done.items() if r.get("differs"))
     kept_changed = sorted(f for f, r in done.items() if r.get("first_kept") is not None and r.get("kept") != r.get("first_kept"))
-    lines = [f"repeat: {len(done)} of {len(repeats)} families timed again (new inputs, new block order; "
+    lines = [f"repeat: {len(done)} of {len(repeats)} families timed again (the key's inputs, new block order; "
              f"{sum(1 for r in repeats.values() if r.get('status') == 'skipped')} skipped)"]
     if differ:
         lines.append("  WINNER DIFFERS: " + "; ".join(f"{f}: first {done[f]['first_winner']}, repeat {done[f]['winner']}" for f in differ))

@@ -902,7 +902,7 @@ def test_slips_come_after_keys_and_respect_the_budget(tmp_path, scale_fixture):
     clock = _Clock()
     taken = []
 
-    def capture(fam, gpu, budget=None, name=None):
+    def capture(fam, gpu, budget=None, name=None, inputs=None):
         from plugins.measure.capture import SlipResult
 
         taken.append((fam.name, budget.left()))
@@ -982,7 +982,7 @@ def test_slips_are_still_taken_for_families_keyed_before_the_context_died(tmp_pa
     state = {"dead": ""}
     taken = []
 
-    def capture(fam, gpu, budget=None, name=None):
+    def capture(fam, gpu, budget=None, name=None, inputs=None):
         taken.append(fam.name)
         return SlipResult("captured", "", [])
 
@@ -1170,7 +1170,7 @@ def _pass_session(tmp_path, feeds, families_cfg=None, **cfg):
     config = MeasureConfig(out_root=tmp_path / "out", repo=tmp_path / "repo", families_root=FIXTURES, command="t", **cfg)
     taken = []
 
-    def capture(fam, gpu, budget=None, name=None):
+    def capture(fam, gpu, budget=None, name=None, inputs=None):
         from plugins.measure.capture import SlipResult
 
         taken.append((fam.name, name))

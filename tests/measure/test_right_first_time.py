@@ -5,10 +5,12 @@ module, fake executors and timers); nothing here is a measurement.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from plugins.measure.provenance import GIT_COMMIT_ENV, git_state, gpu_record, is_unavailable
@@ -109,3 +111,114 @@ def test_the_package_probe_asks_for_ml_dtypes_and_the_script_uses_it(capsys):
     assert capsys.readouterr().out.split() == gpu_run.missing_packages()
     script = (ROOT / "scripts" / "measure-gpu.sh").read_text()
     assert "plugins.measure.gpu_run packages" in script, "the script's probe is this list, not a copy of it"
+
+
+# --------------------------------------------------------------------------- timing inputs drawn once
+
+
+def _counting_make_inputs(monkeypatch, fam):
+    """Counts make_inputs calls at the family's timing shape (the gate's own shapes are not counted)."""
+    from plugins.family.manifest import Family
+
+    timing = dict(fam.shapes("timing")[0])
+    calls = []
+    real = Family.make_inputs
+
+    def counted(self, rng, shape):
+        if dict(shape) == timing:
+            calls.append(self.name)
+        return real(self, rng, shape)
+
+    monkeypatch.setattr(Family, "make_inputs", counted)
+    return calls
+
+
+def test_timing_inputs_are_drawn_once_for_the_key_the_slip_and_the_repeat(tmp_path, monkeypatch):
+    import itertools
+
+    from plugins.family.manifest import load_family
+    from plugins.measure import launch_once
+    from plugins.measure.capture import profile_command
+    from plugins.measure.inputs import INPUTS_DIR, InputsMismatch
+    from plugins.measure.provenance import inputs_sha256
+    from plugins.measure.session import MeasureConfig, MeasureSession, slip_inputs
+    from tests.measure.test_measure_protocol import FAKE_TIMES_MS, FIXTURES, FakeExecutor, FakeTimer
+
+    fam = load_family(FIXTURES / "scale_fixture")
+    calls = _counting_make_inputs(monkeypatch, fam)
+    child = {}
+
+    def capture(f, gpu, budget=None, name=None, inputs=None):
+        """A FAKE slip: the command ncu would run, and the profiled process's inputs, on the host."""
+        kw = slip_inputs(inputs)
+        cmd = profile_command("ncu", f.name, tmp_path / "slip", ["k0"], 1, FIXTURES, **kw)
+        args = cmd[cmd.index("plugins.measure.launch_once") + 1:]
+        path, sha = args[args.index("--inputs") + 1], args[args.index("--inputs-sha256") + 1]
+        child["seed"] = int(args[args.index("--seed") + 1])
+        child["buffers"] = launch_once.profiled_buffers(f, f.shapes("timing")[0], child["seed"], path, sha)
+        child["path"] = Path(path)
+        from plugins.measure.capture import SlipResult
+
+        return SlipResult("captured", "", [], {})
+
+    def timer_factory(f, shape, host, cands):
+        return FakeTimer({c.id: FAKE_TIMES_MS[c.id] for c in cands})
+
+    seeds = itertools.count(500)
+    cfg = MeasureConfig(out_root=tmp_path / "out", repo=tmp_path, families_root=FIXTURES, command="t (test)", repeat=True)
+    s = MeasureSession(cfg, FakeExecutor(), timer_factory, gpu={"slug": "fake-test-gpu"}, provenance={}, capture=capture,
+                       seeds=lambda n: (1, 2, 3), new_seed=lambda: next(seeds))
+    out = s.measure(fam)
+    assert out.error == "" and calls == ["scale_fixture"], out.error
+    key_sha = out.record["inputs"]["timing_inputs_sha256"]
+    assert out.inputs.path is not None and out.inputs.path.parent == tmp_path / "out" / INPUTS_DIR
+    assert out.inputs.path.name.startswith(f"scale_fixture.{out.inputs.seed}.{key_sha[:16]}")
+    assert out.record["inputs"]["slip_seed"] == out.record["inputs"]["timing_seed"] == out.inputs.seed
+    assert out.seconds["inputs"] >= 0
+
+    assert s.slip(fam).slip["status"] == "captured"
+    assert child["seed"] == out.inputs.seed and inputs_sha256(child["buffers"], ["x"]) == key_sha
+    assert calls == ["scale_fixture"], "ncu's child loads the key's inputs, it does not draw them again"
+
+    rep = s.repeat(fam)
+    assert rep["status"] == "measured", rep
+    assert calls == ["scale_fixture"], "the repeat times the key's inputs, drawn once"
+    rec = json.loads((tmp_path / "out" / rep["key"]).read_text())
+    assert rec["inputs"]["timing_inputs_sha256"] == key_sha and rec["protocol"]["input_seed"] == out.inputs.seed
+    assert rec["protocol"]["block_seed"] != out.record["protocol"]["block_seed"], "a new block order"
+    assert not child["path"].exists(), "the file goes once its last user (the repeat) is done"
+
+    # the child checks what it loads: another family's or a changed file stops it
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, x=np.zeros(4096, np.float32).view(np.uint8))
+    with pytest.raises(InputsMismatch, match="sha256"):
+        launch_once.profiled_buffers(fam, fam.shapes("timing")[0], 1, str(bad), key_sha)
+
+
+def test_the_archives_never_carry_the_timing_inputs(tmp_path):
+    from plugins.measure.archive import _members
+    from plugins.measure.inputs import INPUTS_DIR
+
+    (tmp_path / INPUTS_DIR).mkdir()
+    (tmp_path / INPUTS_DIR / "f.1.abc.npz").write_bytes(b"x" * 100)
+    (tmp_path / "preflight.json").write_text("{}")
+    keys, reps = _members(tmp_path)
+    assert [k for k, _ in keys] == ["preflight.json"] and reps == []
+
+
+def test_the_slip_budget_plans_each_family_from_its_own_input_draw():
+    from plugins.measure.budget import FIRST_SLIP_GUESS_S, StepBudget
+    from plugins.measure.inputs import TimingInputs
+    from plugins.measure.session import FamilyOutcome, MeasureSession
+
+    now = [0.0]
+    b = StepBudget(100.0, lambda: now[0])
+    assert b.decide(extra_s=23.0).reason.endswith(f"= {1.5 * (FIRST_SLIP_GUESS_S + 23.0):.0f} s")
+    b.record(30.0, extra_s=23.0)  # a slip whose child drew 23 s of inputs
+    assert b.planned_s == 7.0, "the next family is not planned with another family's inputs"
+    assert "1.5 x 17.0 s" in b.decide(extra_s=10.0).reason and "10.0 s of it this family's own input draw" in b.decide(extra_s=10.0).reason
+    loaded = FamilyOutcome("f", inputs=TimingInputs("f", 1, "s" * 64, 23.0, Path("/x.npz")))
+    drawn = FamilyOutcome("g", inputs=TimingInputs("g", 1, "s" * 64, 23.0, None, "not written"))
+    assert MeasureSession._slip_input_seconds(loaded) == 0.0, "its child loads the file: no draw to plan"
+    assert MeasureSession._slip_input_seconds(drawn) == 23.0, "its child draws them: its own measured draw"
+    assert MeasureSession._slip_input_seconds(FamilyOutcome("h")) == 0.0
