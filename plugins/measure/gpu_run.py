@@ -70,8 +70,9 @@ NCU_VERSION_TIMEOUT_S = 30
 NCU_COUNTER_TIMEOUT_S = 60
 NCU_SECTIONS_TIMEOUT_S = 30
 # What the pass imports on the GPU machine (the script installs carried wheels for the missing):
-# ml_dtypes carries the bfloat16 and e4m3 inputs, pynvml the clocks.
-PACKAGES = ("cupy", "numpy", "ml_dtypes", "pytest", "pytest_benchmark", "tabulate", "pynvml")
+# ml_dtypes carries the bfloat16 and e4m3 inputs, pynvml the clocks, cuda.bindings (with the
+# nvidia-cuda-nvrtc wheel) compiles each candidate's cubin exactly as CI does (plugins.family.compile).
+PACKAGES = ("cupy", "numpy", "ml_dtypes", "pytest", "pytest_benchmark", "tabulate", "pynvml", "cuda.bindings")
 
 
 def missing_packages(find: Callable[[str], Any] | None = None) -> list[str]:
@@ -130,16 +131,19 @@ def _step(pf: Preflight, name: str, fn: Callable[[], str], clock: Callable[[], f
 
 
 def device_check(importer: Callable[[], Any] | None = None) -> str:
-    """Import CuPy, find the device, compile and launch the one-line kernel; raises with the reason."""
-    from plugins.measure.device import compile_options, import_cupy, probe
+    """Import CuPy, find the device, compile the one-line kernel as the candidates are compiled
+    (compile_source's cubin for this device) and launch it; raises with the reason."""
+    from plugins.measure.device import ensure_cuda_headers, import_cupy, probe
 
     status = probe(0, importer or import_cupy)
     if not status.available:
         raise RuntimeError(status.reason)
     cp = (importer or import_cupy)()
-    launch_preflight_kernel(cp, compile_options(_cuda_path(cp)))
+    ensure_cuda_headers(_cuda_path(cp))
+    cubin = launch_preflight_kernel(cp)
     name = cp.cuda.runtime.getDeviceProperties(0).get("name", b"?")
-    return f"{name.decode(errors='replace') if isinstance(name, bytes) else name}: compiled and launched {PREFLIGHT_KERNEL}"
+    return (f"{name.decode(errors='replace') if isinstance(name, bytes) else name}: compiled {PREFLIGHT_KERNEL} with "
+            f"plugins.family.compile.compile_source for {cubin.arch}, loaded its cubin and launched it")
 
 
 def _cuda_path(cp: Any) -> str | None:
@@ -149,14 +153,21 @@ def _cuda_path(cp: Any) -> str | None:
         return None
 
 
-def launch_preflight_kernel(cp: Any, options: Sequence[str]) -> None:
-    mod = cp.RawModule(code=PREFLIGHT_SOURCE, options=tuple(options), backend="nvrtc")
+def launch_preflight_kernel(cp: Any) -> Any:
+    """The one-line kernel the way every candidate runs: compile_source's cubin for this device's
+    arch, loaded by CuPy (so a missing cuda-bindings or NVRTC shows here, not at the first gate)."""
+    from plugins.measure.device import checked_cubin, compute_capability, device_arch
+
+    cc = compute_capability(cp, cp.cuda.runtime.getDeviceProperties(0))
+    cubin = checked_cubin(PREFLIGHT_SOURCE, device_arch(cc), f"{PREFLIGHT_KERNEL}.cu", f"the preflight kernel {PREFLIGHT_KERNEL}")
+    mod = cp.RawModule(path=str(cubin.path))
     buf = cp.zeros(1, dtype=cp.int32)
     mod.get_function(PREFLIGHT_KERNEL)((1,), (1,), (buf,))
     cp.cuda.Device().synchronize()
     got = int(cp.asnumpy(buf)[0])
     if got != 42:
         raise RuntimeError(f"{PREFLIGHT_KERNEL} ran but wrote {got}, not 42")
+    return cubin
 
 
 def counter_command(ncu: str, metrics: Sequence[str], python: str = sys.executable) -> list[str]:
@@ -628,10 +639,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.error("refused: %s", why)
         return REFUSED if why else OK
     if args.cmd == "launch":
-        from plugins.measure.device import compile_options, import_cupy
+        from plugins.measure.device import ensure_cuda_headers, import_cupy
 
         cp = import_cupy()
-        launch_preflight_kernel(cp, compile_options(_cuda_path(cp)))
+        ensure_cuda_headers(_cuda_path(cp))
+        launch_preflight_kernel(cp)
         return OK
     if args.cmd == "preflight":
         out = Path(args.out)

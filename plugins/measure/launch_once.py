@@ -6,11 +6,12 @@ host-to-device copies, outputs are filled by memset, and the only kernels
 launched are the plan's own, once each, in order.
 
     python -m plugins.measure.launch_once <family> [--families-root families] [--seed N]
-                                           [--inputs FILE.npz --inputs-sha256 SHA]
+                                           [--inputs FILE.npz --inputs-sha256 SHA] [--cubin-sha256 SHA]
 
 With --inputs the timing inputs are the key's, loaded from the file the pass wrote
 (plugins.measure.inputs), and a sha256 other than the key's stops the run: what is
-profiled is what was timed.
+profiled is what was timed. With --cubin-sha256 the start's cubin (compile_source's,
+loaded by the executor) must be that one, the binary the key ran.
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=LAUNCH_SEED)
     ap.add_argument("--inputs", default=None, help="the key's timing inputs (.npz written by the measure pass)")
     ap.add_argument("--inputs-sha256", default="", help="their sha256 (the key's inputs.timing_inputs_sha256)")
+    ap.add_argument("--cubin-sha256", default="", help="the start's cubin sha256 in the key: any other stops the run")
     args = ap.parse_args(argv)
     if bool(args.inputs) != bool(args.inputs_sha256):
         ap.error("--inputs and --inputs-sha256 go together")
@@ -60,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     shape = fam.shapes("timing")[0]
     ex.compile(fam.start)  # before any launch, so compile errors never reach the profiler
+    cubin = ex.cubin_sha256(fam.start)
+    if args.cubin_sha256 and cubin != args.cubin_sha256:
+        sys.stderr.write(f"{fam.start.path}: the cubin loaded here has sha256 {cubin}, the key's is {args.cubin_sha256}: "
+                         "the profile would not be of the binary that was timed; nothing was launched\n")
+        return 2
     try:
         host = profiled_buffers(fam, shape, args.seed, args.inputs, args.inputs_sha256)
     except InputsMismatch as exc:
@@ -76,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     ex.synchronize()
     sys.stdout.write(json.dumps({
         "family": fam.name, "seed": args.seed, "sizes": dict(shape), "inputs_sha256": digest,
-        "inputs": "loaded" if args.inputs else "drawn",
+        "inputs": "loaded" if args.inputs else "drawn", "cubin_sha256": cubin,
         "launches": [{"kernel": launch.kernel, "grid": launch.grid, "block": launch.block,
                       "shared_bytes": launch.shared_bytes, "cooperative": launch.cooperative} for launch in plan],
     }) + "\n")

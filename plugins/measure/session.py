@@ -32,7 +32,7 @@ from plugins.measure.capture import LAUNCH_SEED
 from plugins.measure.confidence import Confidence, assess
 from plugins.measure.inputs import InputStore, TimingInputs
 from plugins.measure.keyfile import SCHEMA, load_key, write_key
-from plugins.measure.provenance import inputs_record, inputs_sha256
+from plugins.measure.provenance import inputs_record, inputs_sha256, unavailable
 from plugins.family.manifest import SETS, Candidate, Family
 from plugins.family.plan import Number
 from plugins.measure.ranking import FamilyRanking, rank_family
@@ -694,6 +694,7 @@ class MeasureSession:
                 "bytes_moved": thr.bytes_moved if thr else bytes_moved(fam, shape),
                 "bytes_per_s": thr.bytes_per_s if thr else None,
                 "fraction_of_copy": thr.fraction_of_copy if thr else None,
+                **self._cubin_fields(c),
             }
             if not out.gate[c.id].passed:
                 entry["not_timed"] = f"gated out: {out.gate[c.id].reason}"
@@ -724,6 +725,17 @@ class MeasureSession:
             "slip": out.slip,
             "seconds": out.seconds,
         }
+
+    def _cubin_fields(self, cand: Candidate) -> dict:
+        """The sha256 of the cubin the GPU loaded for `cand` (compile_source's, for this device's arch)."""
+        get = getattr(self.executor, "cubin", None)
+        if get is None:
+            return {"cubin_sha256": unavailable(f"the executor {getattr(self.executor, 'name', '?')!r} loads no cubin")}
+        try:
+            cubin = get(cand)
+        except Exception as exc:
+            return {"cubin_sha256": unavailable(f"{type(exc).__name__}: {exc}")}
+        return {"cubin_sha256": cubin.sha256, "cubin_arch": cubin.arch, "cubin_bytes": cubin.bytes}
 
     @staticmethod
     def _confidence_fields(out: FamilyOutcome) -> dict:
@@ -787,6 +799,19 @@ def slip_options(fam: Family) -> dict[str, Any]:
             "data": dict(fam.data)}
 
 
+def candidate_compile(arch: str) -> dict:
+    """How every candidate's binary was built: plugins.family.compile.compile_source (CI's compile, its
+    options exactly) for this device's arch, loaded as that cubin, so CuPy adds nothing."""
+    from plugins.family.compile import NVRTC_OPTIONS, include_options, nvrtc_version
+    from plugins.measure.provenance import field
+
+    return {"by": "plugins.family.compile.compile_source(source, arch, candidate file name)", "arch": arch,
+            "options": [*NVRTC_OPTIONS, *include_options(), f"-arch={arch}", "-Xptxas=-v"],
+            "nvrtc": field(nvrtc_version),  # cuda-bindings' NVRTC: CI's pin is requirements.txt's nvidia-cuda-nvrtc
+            "loaded": "cupy.RawModule(path=<cubin_sha256>.cubin): the bytes compile_source returned, read back and checked",
+            "cubin_sha256": "per candidate: candidates.<id>.cubin_sha256"}
+
+
 def slip_inputs(inputs: TimingInputs | None) -> dict[str, Any]:
     """The key's timing inputs for ncu's child: its seed, and the file and sha256 where one was written."""
     if inputs is None:
@@ -809,7 +834,9 @@ def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
     version = ncu_version(ncu)
     prov = software_record(probe, config.repo, config.command, version,
                            compile_options=list(executor.options), allow_unknown_commit=config.allow_unknown_commit)
-    prov["compile_options_full"] = full_compile_options(executor.cp, executor.options)
+    prov["compile_options_full"] = {**full_compile_options(executor.cp, executor.options),
+                                    "used_for": "the pass's own kernels (the L2 flush) only; candidates: candidate_compile"}
+    prov["candidate_compile"] = candidate_compile(executor.arch)
     profiler = ProfilerState(unusable=config.ncu_unusable,
                              metrics=tuple(REQUIRED_METRICS) if config.ncu_required_metrics else tuple(METRICS),
                              metric_rejected="the preflight saw the optional metrics refused" if config.ncu_required_metrics else "",
@@ -825,8 +852,14 @@ def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
         except Exception as exc:  # a dead context here does not stop ncu's own process
             log.warning("could not free device memory before %s's slip: %s", fam.name, exc)
         kernels = [launch.kernel for launch in fam.start.launches]
+        try:
+            cubin = executor.cubin_sha256(fam.start)  # the child checks it runs this very binary
+        except Exception as exc:
+            log.warning("%s: no cubin sha256 for the slip (%s); the profiled process compiles without the check", fam.name, exc)
+            cubin = ""
         return capture_slip(fam.name, kernels, gpu_slug, config.out_root, config.repo, config.families_root, ncu=ncu,
-                            state=profiler, budget=budget, name=name, **slip_options(fam), **slip_inputs(inputs))
+                            state=profiler, budget=budget, name=name, **slip_options(fam), **slip_inputs(inputs),
+                            cubin_sha256=cubin)
 
     return MeasureSession(config, executor, timer_factory, gpu, prov, capture=capture, after_family=executor.free,
                           health=executor.context_error)

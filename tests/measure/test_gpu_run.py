@@ -135,7 +135,7 @@ class FakeCupyForPreflight:
 
             @staticmethod
             def getDeviceProperties(i):
-                return {"name": b"FAKE GPU (test fixture)"}
+                return {"name": b"FAKE GPU (test fixture)", "major": 9, "minor": 0}
 
         @staticmethod
         def get_cuda_path():
@@ -149,9 +149,11 @@ class FakeCupyForPreflight:
     def asnumpy(a):
         return np.asarray(a)
 
+    loaded: list = []
+
     class RawModule:
-        def __init__(self, code, options, backend):
-            assert "p[0] = 42" in code and backend == "nvrtc"
+        def __init__(self, path):  # compile_source's cubin of the one-line kernel, never CuPy's own compile
+            FakeCupyForPreflight.loaded.append(Path(path).read_bytes())
 
         def get_function(self, name):
             def k(grid, block, args):
@@ -212,6 +214,11 @@ def fake_ncu(tmp_path, monkeypatch):
     return tmp_path / "ncu.log"
 
 
+@pytest.fixture(autouse=True)
+def _cubins_in_tmp(tmp_path, monkeypatch):
+    monkeypatch.setattr("plugins.measure.device.CUBIN_DIR", tmp_path / "cubins")
+
+
 def _pre(tmp_path, mode, monkeypatch, **kw):
     monkeypatch.setenv("FAKE_NCU_MODE", mode)
     return preflight(tmp_path / "out", ROOT, importer=lambda: FakeCupyForPreflight, env={"SPARKTRACE_GIT_COMMIT": "f" * 40}, **kw)
@@ -222,6 +229,10 @@ def test_preflight_passes_on_a_device_and_a_profiler_that_reads_counters(tmp_pat
     assert pf.status == OK and pf.ncu_unusable == "" and pf.ncu_metrics == "all", pf.as_record()
     assert [s.name for s in pf.steps] == ["commit", "output folder", "CUDA device", "ncu --version", "ncu sections", "ncu counters"]
     assert pf.ncu_path == shutil.which("ncu")
+    from plugins.family.compile import compile_source
+
+    assert FakeCupyForPreflight.loaded[-1] == compile_source(gpu_run.PREFLIGHT_SOURCE, "sm_90", "sparktrace_preflight.cu").cubin
+    assert "compile_source for sm_90" in pf.steps[2].detail
     calls = fake_ncu.read_text().splitlines()
     assert calls[:2] == ["--version", "--list-sections"]
     assert "--clock-control none" in calls[2] and "regex:^(sparktrace_preflight)$" in calls[2]

@@ -222,3 +222,57 @@ def test_the_slip_budget_plans_each_family_from_its_own_input_draw():
     assert MeasureSession._slip_input_seconds(loaded) == 0.0, "its child loads the file: no draw to plan"
     assert MeasureSession._slip_input_seconds(drawn) == 23.0, "its child draws them: its own measured draw"
     assert MeasureSession._slip_input_seconds(FamilyOutcome("h")) == 0.0
+
+
+# --------------------------------------------------------------------------- the binary CI checked
+
+
+from tests.measure.test_measure_protocol import fake_cupy  # noqa: E402,F401  (the FAKE cupy fixture)
+
+
+def test_a_cubin_file_that_is_not_compile_sources_is_one_clear_error(tmp_path, fake_cupy):
+    import hashlib
+
+    from plugins.family.compile import compile_source
+    from plugins.family.manifest import load_family
+    from plugins.measure.device import CupyExecutor, checked_cubin
+    from tests.measure.test_measure_protocol import FIXTURES
+
+    fam = load_family(FIXTURES / "scale_fixture")
+    ci = compile_source(fam.start.source, "sm_90", fam.start.path.name).cubin
+    sha = hashlib.sha256(ci).hexdigest()
+    good = checked_cubin(fam.start.source, "sm_90", fam.start.path.name, "start", tmp_path)
+    assert good.sha256 == sha and good.path.read_bytes() == ci
+    good.path.write_bytes(bytes(len(ci)))  # same size, other bytes: what would run is not CI's binary
+    with pytest.raises(RuntimeError, match="not the binary CI checked"):
+        checked_cubin(fam.start.source, "sm_90", fam.start.path.name, "start", tmp_path)
+    ex = CupyExecutor()
+    assert ex.arch == "sm_90" and ex.cubin_sha256(fam.start) == sha
+
+
+def test_the_slip_records_and_checks_the_cubin_the_key_ran(tmp_path, fake_cupy, monkeypatch):
+    from plugins.family.manifest import load_family
+    from plugins.measure import launch_once
+    from plugins.measure.capture import NcuLocation, capture_slip
+    from plugins.measure.device import CupyExecutor
+    from tests.measure.test_capture import FakeNcu
+    from tests.measure.test_measure_protocol import FIXTURES
+
+    fam = load_family(FIXTURES / "scale_fixture")
+    sha = CupyExecutor().cubin_sha256(fam.start)
+    fake = FakeNcu()
+    res = capture_slip("fam", ["k0"], "g", tmp_path, tmp_path, tmp_path, ncu=NcuLocation("/fake/ncu", "t"), run=fake,
+                       cubin_sha256=sha)
+    rec = json.loads((tmp_path / "slips" / "g" / "fam.json").read_text())
+    assert res.status == "captured" and rec["cubin_sha256"] == sha
+    assert rec["profile_command"][-2:] == ["--cubin-sha256", sha], "the profiled process is told which binary to run"
+
+    written = []
+    monkeypatch.setattr("sys.stdout.write", written.append)
+    monkeypatch.setattr("sys.stderr.write", written.append)
+    args = ["scale_fixture", "--families-root", str(FIXTURES), "--seed", "9"]
+    fake_cupy.calls.clear()
+    assert launch_once.main([*args, "--cubin-sha256", "0" * 64]) == 2
+    assert "the key's is " + "0" * 64 in written[-1] and "k0" not in fake_cupy.calls, "nothing is launched"
+    assert launch_once.main([*args, "--cubin-sha256", sha]) == 0 and fake_cupy.calls == ["k0"]
+    assert json.loads(written[-1])["cubin_sha256"] == sha
