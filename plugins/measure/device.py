@@ -73,7 +73,7 @@ def device_arch(compute_capability: str) -> str:
     return "sm_" + str(compute_capability).replace(".", "")
 
 
-def checked_cubin(source: str, arch: str, name: str, where: str, cubin_dir: Path = CUBIN_DIR) -> Cubin:
+def checked_cubin(source: str, arch: str, name: str, where: str, cubin_dir: Path | None = None) -> Cubin:
     """compile_source's cubin for `arch`, written to `cubin_dir/<sha256>.cubin` and read back:
     a file whose bytes are not that cubin is one clear error, never run."""
     res = compile_source(source, arch, name)
@@ -82,7 +82,7 @@ def checked_cubin(source: str, arch: str, name: str, where: str, cubin_dir: Path
         raise RuntimeError(f"{where}: NVRTC (plugins.family.compile.compile_source, {arch}) could not compile it"
                            f"{f' (line {line})' if line else ''}: {msg}")
     sha = hashlib.sha256(res.cubin).hexdigest()
-    path = Path(cubin_dir) / f"{sha}.cubin"
+    path = Path(cubin_dir if cubin_dir is not None else CUBIN_DIR) / f"{sha}.cubin"
     if not path.is_file() or path.stat().st_size != len(res.cubin):
         write_bytes_atomic(path, res.cubin)
     got = hashlib.sha256(path.read_bytes()).hexdigest()

@@ -133,7 +133,7 @@ def _families(n: int):
     return [dataclasses.replace(base, name=f"fam_{i:02d}") for i in range(n)]
 
 
-def test_fifteen_slips_on_fed_durations_skip_what_does_not_fit_and_never_overrun():
+def test_fifteen_slips_on_fed_durations_skip_what_does_not_fit_and_never_overrun(tmp_path):
     clock = Clock()
     durations = iter([7.0, 12.0, 6.0, 15.0, 9.0, 8.0, 11.0, 14.0, 6.5, 10.0, 13.0, 7.5, 9.5, 12.5, 8.5])
     spans: list[tuple[float, float]] = []
@@ -145,7 +145,8 @@ def test_fifteen_slips_on_fed_durations_skip_what_does_not_fit_and_never_overrun
         return SlipResult("captured", "", [f"slips/{gpu}/{fam.name}.csv"])
 
     deadline = clock.now + 120.0
-    cfg = MeasureConfig(out_root=Path("/nonexistent-out (test)"), repo=Path("."), families_root=FIXTURES, command="t", deadline=deadline)
+    cfg = MeasureConfig(out_root=Path("/nonexistent-out (test)"), repo=Path("."), families_root=FIXTURES, command="t", deadline=deadline,
+                        inputs_root=tmp_path)  # the timing inputs' files: the only thing written
     s = MeasureSession(cfg, KeyExecutor(), _timer, gpu={"slug": "fake-test-gpu"}, provenance={}, capture=capture,
                        seeds=lambda n: (1,), new_seed=itertools.count(1).__next__, clock=clock)
     s._write_summary = lambda out: None  # nothing is written for this arithmetic
