@@ -52,8 +52,13 @@ family: | $(if $(wildcard $(BIN)/pytest),,$(VENV)/.installed)
 	@test -n "$(NAME)" || { echo "usage: make family NAME=<family directory> [FAMILIES=<root>] [ARGS=...]" >&2; exit 2; }
 	$(BIN)/pytest -n $(JOBS) --family=$(NAME) $(if $(FAMILIES),--families-root=$(FAMILIES)) $(ARGS)
 
+# The measure pass on a GPU machine (docs/gpu-run.md). Its output folder lies outside the
+# repository (the pass cleans it down to the archives): MEASURE_OUT=<folder> to choose it.
+# make itself exits 2 whenever the script fails; the script's own status is the N of
+# make's "Error N" line (and the last line of summary.txt).
+MEASURE_OUT ?= $(or $(TMPDIR),/tmp)/sparktrace-measure
 measure-gpu:
-	bash scripts/measure-gpu.sh reports/measure
+	bash scripts/measure-gpu.sh "$(MEASURE_OUT)" $(ARGS)
 
 # The report site from every run folder under reports/runs/: open reports/site/index.html
 # (offline, from disk). Regenerated whole; not committed.

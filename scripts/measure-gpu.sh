@@ -64,12 +64,7 @@ if [ -n "$DRIVER" ] && [ "${DRIVER%%.*}" -lt 580 ] 2>/dev/null; then
     say "== driver $DRIVER is a CUDA 12 driver (< 580): cupy-cuda13x (requirements-gpu.txt) cannot run here; install cupy-cuda12x==14.2.0 instead (docs/gpu-run.md)"
 fi
 
-missing=$("$PY" - <<'PYEOF'
-import importlib.util
-need = ["cupy", "numpy", "ml_dtypes", "pytest", "pytest_benchmark", "tabulate", "pynvml"]
-print(" ".join(n for n in need if importlib.util.find_spec(n) is None))
-PYEOF
-)
+missing=$("$PY" -m plugins.measure.gpu_run packages)  # plugins.measure.gpu_run.PACKAGES
 if [ -n "$missing" ]; then
     say "== missing Python packages: $missing"
     for d in "$REPO/.whl" "$REPO/../.whl"; do

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 KEEP_LOOSE = ("measure.log", "summary.txt")  # left beside the archives in OUT
+INPUTS_DIR = ".timing-inputs"  # plugins.measure.inputs.INPUTS_DIR: never archived, removed with the loose files
 PARTIAL = "measure-partial.tar.gz"  # keys and summaries so far, refreshed after each key (replaced by finish)
 
 
@@ -130,6 +131,8 @@ def _members(out: Path) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
         if not p.is_file() or p.is_symlink():
             continue
         rel = p.relative_to(out).as_posix()
+        if rel.split("/", 1)[0] == INPUTS_DIR:  # the timing inputs: large, and redrawn from the key's seed
+            continue
         if rel in KEEP_LOOSE or (len(p.relative_to(out).parts) == 1 and p.name.startswith("measure-") and p.name.endswith(".tar.gz")):
             continue
         (reps if p.suffix == ".ncu-rep" else keys).append((rel, p.stat().st_size))
@@ -144,15 +147,23 @@ def _key_first(item: tuple[str, int]) -> tuple[int, str]:
     return rank, path
 
 
-def write_archives(out: Path, limits: Limits = Limits(), priority: Sequence[str] = ()) -> ArchivePlan:
-    """Archive OUT's results next to the loose files; reports of families earlier in `priority` first."""
+def archive_plan(out: Path, limits: Limits = Limits(), priority: Sequence[str] = ()) -> ArchivePlan:
+    """What the archives of OUT will hold, and what is left out (nothing is written):
+    keys first, then reports of families earlier in `priority`."""
     out = Path(out)
     keys, reps = _members(out)
     keys.sort(key=_key_first)
     rank = {name: i for i, name in enumerate(priority)}
     reps.sort(key=lambda f: (rank.get(Path(f[0]).name.split(".")[0], len(rank)), f[0]))
     loose = [(n, (out / n).stat().st_size) for n in KEEP_LOOSE if (out / n).is_file()]
-    plan = plan_archives([("measure-keys", keys), ("measure-ncu-rep", reps)], loose, limits)
+    return plan_archives([("measure-keys", keys), ("measure-ncu-rep", reps)], loose, limits)
+
+
+def write_archives(out: Path, limits: Limits = Limits(), priority: Sequence[str] = (),
+                   plan: ArchivePlan | None = None) -> ArchivePlan:
+    """Archive OUT's results next to the loose files, as `plan` (default: archive_plan) says."""
+    out = Path(out)
+    plan = plan or archive_plan(out, limits, priority)
     for old in out.glob("measure-*.tar.gz"):
         old.unlink()
     for name, members in plan.archives:

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 # Estimates, not measurements (docs/gpu-run.md): an ncu slip of one starting plan
-# (a Python + CuPy process, inputs, ~7 sections of replay) is guessed at 6-15 s;
-# the first slip is planned at the upper guess, later ones at the longest seen.
+# (a Python + CuPy process, loading the key's inputs, ~7 sections of replay) is guessed
+# at 6-15 s; the first slip is planned at the upper guess, later ones at the longest
+# seen, each less the input draw it made and plus the family's own where its child draws.
 FIRST_SLIP_GUESS_S = 15.0
 SAFETY = 1.5  # start a step only with SAFETY x its planned length left
 MIN_STEP_TIMEOUT_S = 3.0  # a subprocess given less than this is not started at all
@@ -42,31 +43,39 @@ class StepBudget:
     first_guess_s: float = FIRST_SLIP_GUESS_S
     safety: float = SAFETY
     durations: list[float] = field(default_factory=list)
+    bases: list[float] = field(default_factory=list)  # each duration less its family's own input draw
 
     def left(self) -> float | None:
         return None if self.deadline is None else self.deadline - self.clock()
 
     @property
     def planned_s(self) -> float:
-        """What the next step is planned to take: the longest seen, else the first guess."""
-        return max(self.durations) if self.durations else self.first_guess_s
+        """What the next step is planned to take before its own inputs: the longest seen (less the
+        inputs that step drew), else the first guess."""
+        return max(self.bases) if self.bases else self.first_guess_s
 
-    def decide(self, planned_s: float | None = None) -> Decision:
-        """Whether a step planned at `planned_s` (default: `planned_s`) may start now."""
+    def decide(self, planned_s: float | None = None, extra_s: float = 0.0) -> Decision:
+        """Whether a step planned at `planned_s` (default: `planned_s` plus `extra_s`, the seconds this
+        family's own inputs take to draw where its step draws them) may start now."""
         left = self.left()
-        plan = self.planned_s if planned_s is None else planned_s
+        plan = self.planned_s + extra_s if planned_s is None else planned_s
         if left is None:
             return Decision(True, "no deadline", None)
         need = self.safety * plan
-        basis = (f"{self.safety:g} x {plan:.1f} s ({'the longest ' + self.what + ' so far' if self.durations and planned_s is None else 'planned'})")
+        what = ('the longest ' + self.what + ' so far' if self.bases and planned_s is None else 'planned')
+        if extra_s and planned_s is None:
+            what += f", {extra_s:.1f} s of it this family's own input draw"
+        basis = f"{self.safety:g} x {plan:.1f} s ({what})"
         if left < need:
             return Decision(False, f"time budget: {max(left, 0.0):.0f} s left before the deadline, under the {need:.0f} s "
                                    f"a {self.what} needs ({basis})", left)
         return Decision(True, f"{left:.0f} s left >= {basis} = {need:.0f} s", left)
 
-    def record(self, seconds: float) -> None:
+    def record(self, seconds: float, extra_s: float = 0.0) -> None:
+        """A step's duration; `extra_s` of it drew that family's inputs (not planned for other families)."""
         if seconds >= 0 and math.isfinite(seconds):
             self.durations.append(seconds)
+            self.bases.append(max(seconds - max(extra_s, 0.0), 0.0))
 
     def timeout(self, default_s: float, reserve_s: float = 0.0) -> float | None:
         """`default_s` bounded by the time to the deadline less `reserve_s`; None when

@@ -99,8 +99,10 @@ def kernel_filter(kernels: Sequence[str]) -> str:
 
 def profile_command(ncu: str, family: str, out_base: Path, kernels: Sequence[str], launch_count: int,
                     families_root: Path, seed: int = LAUNCH_SEED, python: str = sys.executable,
-                    metrics: Sequence[str] = METRICS) -> list[str]:
-    """The exact ncu command that profiles one run of `family`'s starting plan."""
+                    metrics: Sequence[str] = METRICS, inputs: Path | None = None, inputs_sha256: str = "",
+                    cubin_sha256: str = "") -> list[str]:
+    """The exact ncu command that profiles one run of `family`'s starting plan; with `inputs`,
+    the profiled process loads the key's timing inputs from that file (and checks their sha256)."""
     cmd = [ncu, "--clock-control", "none"]
     for s in SECTIONS:
         cmd += ["--section", s]
@@ -108,6 +110,10 @@ def profile_command(ncu: str, family: str, out_base: Path, kernels: Sequence[str
     cmd += ["--kernel-name", kernel_filter(kernels), "--launch-count", str(launch_count)]
     cmd += ["-o", str(out_base), "-f"]
     cmd += [python, "-m", "plugins.measure.launch_once", family, "--families-root", str(families_root), "--seed", str(seed)]
+    if inputs is not None:
+        cmd += ["--inputs", str(inputs), "--inputs-sha256", inputs_sha256]
+    if cubin_sha256:
+        cmd += ["--cubin-sha256", cubin_sha256]
     return cmd
 
 
@@ -283,6 +289,10 @@ def capture_slip(
     extra_metrics: Sequence[str] = (),
     cue_metrics: Sequence[str] = (),
     data: Mapping[str, Any] | None = None,
+    seed: int = LAUNCH_SEED,
+    inputs: Path | None = None,
+    inputs_sha256: str = "",
+    cubin_sha256: str = "",
 ) -> SlipResult:
     """Profile, export, and write `slips/<gpu>/<name>.{ncu-rep,csv,json}` under `out_root`
     (`name` defaults to the family; a rerun passes a stamped name to write beside).
@@ -292,6 +302,9 @@ def capture_slip(
     slips learnt; `budget` bounds every timeout by the pass's deadline. A data
     group member passes its `[slip]` extra_metrics (asked for in this slip only)
     and cue_metrics: a cue row the export lacks fails this slip, not the pass.
+    `inputs` (with `seed` and `inputs_sha256`) is the key's timing-inputs file: the
+    profiled process loads it instead of drawing the inputs again. `cubin_sha256` is the
+    start's cubin as the key ran it: the profiled process stops if its own differs.
     """
     ncu = ncu or find_ncu()
     state = state if state is not None else ProfilerState()
@@ -310,7 +323,13 @@ def capture_slip(
     metrics = tuple(m for m in wanted if m not in state.refused)
     dropped = [{"metric": m, "reason": f"refused earlier in this session: {state.refused[m]}"} for m in wanted if m in state.refused]
     rec: dict = {
-        "family": family, "gpu": gpu, "kernels": list(kernels), "seed": LAUNCH_SEED,
+        "family": family, "gpu": gpu, "kernels": list(kernels), "seed": seed,
+        "inputs": ({"source": "the key's timing inputs, loaded from the file the pass wrote (sha256 checked by the profiled process)",
+                    "file": Path(inputs).name, "sha256": inputs_sha256} if inputs is not None else
+                   {"source": "drawn by the profiled process from the seed", "file": None, "sha256": None}),
+        "cubin_sha256": cubin_sha256 or None,
+        "cubin_check": ("the profiled process loads compile_source's cubin and stops unless its sha256 is this one"
+                        if cubin_sha256 else "not checked: no cubin sha256 was known to the pass"),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "clock_control": "none", "sections": list(SECTIONS), "metrics": list(metrics),
     }
@@ -326,7 +345,8 @@ def capture_slip(
         state.version = ncu_version(ncu, run)
     rec["ncu_version"] = state.version
     slip_dir.mkdir(parents=True, exist_ok=True)
-    cmd = profile_command(ncu.path, family, base, kernels, len(kernels), families_root, python=python, metrics=metrics)
+    same = {"seed": seed, "inputs": inputs, "inputs_sha256": inputs_sha256, "cubin_sha256": cubin_sha256}
+    cmd = profile_command(ncu.path, family, base, kernels, len(kernels), families_root, python=python, metrics=metrics, **same)
     rec["profile_command"] = cmd
     rec["profile_timeout_s"] = first_timeout
     result = SlipResult("failed", "", [], rec)
@@ -364,7 +384,7 @@ def capture_slip(
             metrics = tuple(m for m in metrics if m not in drop)
             rec["metrics"] = list(metrics)
             retry = profile_command(ncu.path, family, base, kernels, len(kernels), families_root, python=python,
-                                    metrics=metrics)
+                                    metrics=metrics, **same)
             left = profile_timeout_s - (time.monotonic() - t0)
             if budget is not None:
                 bounded = budget.timeout(left, reserve_s=export_reserve)

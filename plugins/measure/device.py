@@ -1,15 +1,21 @@
-"""The CuPy executor: compiles candidates with NVRTC and runs their launch plans on a GPU.
+"""The CuPy executor: loads the cubin CI checked and runs candidates' launch plans on a GPU.
 
 Why: the gate, the timer and the one-launch profile all need the same thing
-done the same way: the same compile options as the CPU checks
-(plugins.family.compile), the same resolved launch plan, and scalar arguments passed
-with exactly the C types the kernels declare. CuPy is imported lazily, so
-this module loads on machines with no GPU.
+done the same way: the binary the CPU checks compiled and inspected
+(plugins.family.compile.compile_source for this device's sm_XY: CuPy compiling
+the source itself puts its own CCCL headers first, and rope_cache's evict_last
+rewrite then compiles to other SASS), the same resolved launch plan, and scalar
+arguments passed with exactly the C types the kernels declare. Each cubin's
+sha256 goes into the key. CuPy is imported lazily, so this module loads on
+machines with no GPU.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import re
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +23,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from plugins.family.compile import NVRTC_OPTIONS, include_options
+from plugins.atomicio import write_bytes_atomic
+from plugins.family.compile import NVRTC_OPTIONS, compile_source, first_error, include_options
 from plugins.family.cuda_source import CTYPE_DTYPES, POINTER_ONLY_CTYPES
 from plugins.family.dtypes import device_view, host_view
 from plugins.family.manifest import Candidate, Family
@@ -34,6 +41,62 @@ NO_DEVICE = "no CUDA device"
 # installed CuPy really adds, so the key says what was compiled.
 CUPY_MAYBE_ADDED = ("-ftz=true", "--device-as-default-execution-space")
 CUPY_MAYBE_ADDED_COOPERATIVE = ("--device-c", "-dc", "-rdc=true", "--relocatable-device-code=true")
+
+
+CUBIN_DIR = Path(tempfile.gettempdir()) / "sparktrace-cubins"  # <sha256>.cubin: what CuPy loads, by content
+
+
+@dataclass(frozen=True)
+class Cubin:
+    """The binary a candidate runs as: compile_source's cubin for this device, and where it was loaded from."""
+
+    arch: str
+    sha256: str
+    bytes: int
+    path: Path
+
+    def as_record(self) -> dict:
+        return {"arch": self.arch, "cubin_sha256": self.sha256, "cubin_bytes": self.bytes,
+                "compiled_by": f"plugins.family.compile.compile_source(source, {self.arch!r}, name), loaded as that cubin"}
+
+
+def compute_capability(cp: Any, props: Mapping[str, Any], device_index: int = 0) -> str:
+    """"9.0": from the properties, else from CuPy's Device.compute_capability ("90")."""
+    if "major" in props and "minor" in props:
+        return f"{props['major']}.{props['minor']}"
+    cc = str(cp.cuda.Device(device_index).compute_capability)
+    return f"{cc[:-1]}.{cc[-1]}"
+
+
+def device_arch(compute_capability: str) -> str:
+    """"9.0" -> "sm_90": the architecture compile_source builds for this device."""
+    return "sm_" + str(compute_capability).replace(".", "")
+
+
+def checked_cubin(source: str, arch: str, name: str, where: str, cubin_dir: Path | None = None) -> Cubin:
+    """compile_source's cubin for `arch`, written to `cubin_dir/<sha256>.cubin` and read back:
+    a file whose bytes are not that cubin is one clear error, never run."""
+    res = compile_source(source, arch, name)
+    if not res.ok or not res.cubin:
+        line, msg = first_error(res.log)
+        raise RuntimeError(f"{where}: NVRTC (plugins.family.compile.compile_source, {arch}) could not compile it"
+                           f"{f' (line {line})' if line else ''}: {msg}")
+    sha = hashlib.sha256(res.cubin).hexdigest()
+    path = Path(cubin_dir if cubin_dir is not None else CUBIN_DIR) / f"{sha}.cubin"
+    if not path.is_file() or path.stat().st_size != len(res.cubin):
+        write_bytes_atomic(path, res.cubin)
+    got = hashlib.sha256(path.read_bytes()).hexdigest()
+    if got != sha:
+        raise RuntimeError(f"{where}: the cubin file {path} has sha256 {got}, but compile_source built {sha} for {arch}: "
+                           "what would run is not the binary CI checked; delete the file and run again")
+    return Cubin(arch, sha, len(res.cubin), path)
+
+
+def ensure_cuda_headers(cuda_path: str | None) -> None:
+    """Where plugins.family.compile finds no CUDA headers, point it at the toolkit CuPy found,
+    so compile_source and compile_options use the same -I (cooperative_groups needs them)."""
+    if not include_options() and cuda_path and (Path(cuda_path) / "include" / "cooperative_groups.h").is_file():
+        os.environ.setdefault("CUDA_PATH", str(cuda_path))
 
 
 class DeviceUnavailable(RuntimeError):
@@ -222,12 +285,12 @@ class CupyExecutor:
         self.l2_bytes = int(self._attribute(props, "l2CacheSize", "cudaDevAttrL2CacheSize", default=0) or 0)
         name = props.get("name", b"")
         self.device_name = name.decode(errors="replace").rstrip("\x00") if isinstance(name, bytes) else str(name)
-        if "major" in props and "minor" in props:
-            self.compute_capability = f"{props['major']}.{props['minor']}"
-        else:  # Device.compute_capability is "90" for 9.0
-            cc = str(self.cp.cuda.Device(device_index).compute_capability)
-            self.compute_capability = f"{cc[:-1]}.{cc[-1]}"
+        self.compute_capability = compute_capability(self.cp, props, device_index)
+        ensure_cuda_headers(_cupy_cuda_path(self.cp))
         self.options = compile_options(_cupy_cuda_path(self.cp))
+        self.arch = device_arch(self.compute_capability)
+        self.cubin_dir = CUBIN_DIR
+        self.cubins: dict[str, Cubin] = {}  # by source: what the GPU loaded
         self._modules: dict[tuple[str, bool], Any] = {}
         self._kernels: dict[tuple[str, str, bool], Any] = {}
 
@@ -246,15 +309,23 @@ class CupyExecutor:
 
     # ---------------------------------------------------------------- compile
 
+    def cubin(self, cand: Candidate) -> Cubin:
+        """The cubin this candidate runs as (compiled by compile_source once per source)."""
+        if cand.source not in self.cubins:
+            self.cubins[cand.source] = checked_cubin(cand.source, self.arch, cand.path.name, str(cand.path), self.cubin_dir)
+        return self.cubins[cand.source]
+
+    def cubin_sha256(self, cand: Candidate) -> str:
+        return self.cubin(cand).sha256
+
     def kernel(self, cand: Candidate, name: str, cooperative: bool = False) -> Any:
-        """The compiled entry point; each (source, cooperative) is compiled once."""
+        """The entry point from the loaded cubin; each (source, cooperative) is loaded once.
+        CuPy adds nothing for cooperative modules but the cooperative launch."""
         key = (cand.source, name, cooperative)
         if key not in self._kernels:
-            mkey = (cand.source, cooperative)  # one module per source: a plan's k0, k1, k2 share one compile
+            mkey = (cand.source, cooperative)  # one module per source: a plan's k0, k1, k2 share one cubin
             if mkey not in self._modules:
-                self._modules[mkey] = self.cp.RawModule(
-                    code=cand.source, options=self.options, backend="nvrtc", enable_cooperative_groups=cooperative,
-                )
+                self._modules[mkey] = self.cp.RawModule(path=str(self.cubin(cand).path), enable_cooperative_groups=cooperative)
             module = self._modules[mkey]
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")

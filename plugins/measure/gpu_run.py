@@ -7,6 +7,7 @@ plain function here that CPU tests feed with fakes. scripts/measure-gpu.sh
 only sequences these steps and pytest under a hard timeout.
 
     python -m plugins.measure.gpu_run check-out OUT
+    python -m plugins.measure.gpu_run packages          # the importable packages the pass needs but lacks
     python -m plugins.measure.gpu_run preflight OUT [--no-ncu] [--allow-unknown-commit]
     python -m plugins.measure.gpu_run launch            # the one-line kernel, for ncu to profile
     python -m plugins.measure.gpu_run finish OUT --pytest-rc N [--keep-loose] [--state-dir DIR] [--slips-only] [--pass-args ARGS]
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import shutil
 import statistics
 import subprocess
@@ -29,7 +31,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from plugins.atomicio import write_json_atomic, write_text_atomic
-from plugins.measure.archive import Limits, cap_log, clean_loose, layout_problems, out_dir_problem, write_archives
+from plugins.measure.archive import (Limits, archive_plan, cap_log, clean_loose, layout_problems, out_dir_problem,
+                                      write_archives)
 
 log = logging.getLogger("sparktrace.gpu_run")
 
@@ -52,7 +55,7 @@ STATUS_TEXT = {
     NO_PROFILER: "keys measured; the profiler is unusable here, so no slip was taken",
     NO_KEY: "no measurement file was written",
     SLIPS_LEFT: "keys measured; some slips were skipped for time: run scripts/measure-gpu.sh --slips-only",
-    LAYOUT: "the output breaks the return limits: something would not come back",
+    LAYOUT: "the output breaks the return limits, or a slip's report was left out of the archives: something would not come back",
     INTERRUPTED: "the hard timeout interrupted pytest: see summary.txt for what was done",
     PYTEST_ERROR: "pytest failed to run (internal or usage error)",
     HUNG: "a family hung (recorded as hung in summary.txt); the families after it were measured in a new process",
@@ -65,6 +68,27 @@ PREFLIGHT_KERNEL = "sparktrace_preflight"
 PREFLIGHT_SOURCE = f'extern "C" __global__ void {PREFLIGHT_KERNEL}(int* p) {{ p[0] = 42; }}\n'
 NCU_VERSION_TIMEOUT_S = 30
 NCU_COUNTER_TIMEOUT_S = 60
+NCU_SECTIONS_TIMEOUT_S = 30
+# What the pass imports on the GPU machine (the script installs carried wheels for the missing):
+# ml_dtypes carries the bfloat16 and e4m3 inputs, pynvml the clocks, cuda.bindings (with the
+# nvidia-cuda-nvrtc wheel) compiles each candidate's cubin exactly as CI does (plugins.family.compile).
+PACKAGES = ("cupy", "numpy", "ml_dtypes", "pytest", "pytest_benchmark", "tabulate", "pynvml", "cuda.bindings")
+
+
+def missing_packages(find: Callable[[str], Any] | None = None) -> list[str]:
+    """The PACKAGES that cannot be imported here (a broken parent package counts as missing)."""
+    import importlib.util
+
+    look = find or importlib.util.find_spec
+    out = []
+    for name in PACKAGES:
+        try:
+            found = look(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            out.append(name)
+    return out
 
 
 # --------------------------------------------------------------------------- preflight
@@ -107,16 +131,19 @@ def _step(pf: Preflight, name: str, fn: Callable[[], str], clock: Callable[[], f
 
 
 def device_check(importer: Callable[[], Any] | None = None) -> str:
-    """Import CuPy, find the device, compile and launch the one-line kernel; raises with the reason."""
-    from plugins.measure.device import compile_options, import_cupy, probe
+    """Import CuPy, find the device, compile the one-line kernel as the candidates are compiled
+    (compile_source's cubin for this device) and launch it; raises with the reason."""
+    from plugins.measure.device import ensure_cuda_headers, import_cupy, probe
 
     status = probe(0, importer or import_cupy)
     if not status.available:
         raise RuntimeError(status.reason)
     cp = (importer or import_cupy)()
-    launch_preflight_kernel(cp, compile_options(_cuda_path(cp)))
+    ensure_cuda_headers(_cuda_path(cp))
+    cubin = launch_preflight_kernel(cp)
     name = cp.cuda.runtime.getDeviceProperties(0).get("name", b"?")
-    return f"{name.decode(errors='replace') if isinstance(name, bytes) else name}: compiled and launched {PREFLIGHT_KERNEL}"
+    return (f"{name.decode(errors='replace') if isinstance(name, bytes) else name}: compiled {PREFLIGHT_KERNEL} with "
+            f"plugins.family.compile.compile_source for {cubin.arch}, loaded its cubin and launched it")
 
 
 def _cuda_path(cp: Any) -> str | None:
@@ -126,14 +153,21 @@ def _cuda_path(cp: Any) -> str | None:
         return None
 
 
-def launch_preflight_kernel(cp: Any, options: Sequence[str]) -> None:
-    mod = cp.RawModule(code=PREFLIGHT_SOURCE, options=tuple(options), backend="nvrtc")
+def launch_preflight_kernel(cp: Any) -> Any:
+    """The one-line kernel the way every candidate runs: compile_source's cubin for this device's
+    arch, loaded by CuPy (so a missing cuda-bindings or NVRTC shows here, not at the first gate)."""
+    from plugins.measure.device import checked_cubin, compute_capability, device_arch
+
+    cc = compute_capability(cp, cp.cuda.runtime.getDeviceProperties(0))
+    cubin = checked_cubin(PREFLIGHT_SOURCE, device_arch(cc), f"{PREFLIGHT_KERNEL}.cu", f"the preflight kernel {PREFLIGHT_KERNEL}")
+    mod = cp.RawModule(path=str(cubin.path))
     buf = cp.zeros(1, dtype=cp.int32)
     mod.get_function(PREFLIGHT_KERNEL)((1,), (1,), (buf,))
     cp.cuda.Device().synchronize()
     got = int(cp.asnumpy(buf)[0])
     if got != 42:
         raise RuntimeError(f"{PREFLIGHT_KERNEL} ran but wrote {got}, not 42")
+    return cubin
 
 
 def counter_command(ncu: str, metrics: Sequence[str], python: str = sys.executable) -> list[str]:
@@ -141,6 +175,19 @@ def counter_command(ncu: str, metrics: Sequence[str], python: str = sys.executab
     return [ncu, "--clock-control", "none", "--metrics", ",".join(metrics),
             "--kernel-name", f"regex:^({PREFLIGHT_KERNEL})$", "--launch-count", "1",
             python, "-m", "plugins.measure.gpu_run", "launch"]
+
+
+def sections_command(ncu: str) -> list[str]:
+    """The sections this ncu offers (one identifier at the start of each table row)."""
+    return [ncu, "--list-sections"]
+
+
+_SECTION_ROW = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)(?:\s|$)")
+
+
+def listed_sections(text: str) -> frozenset[str]:
+    """The section identifiers of `ncu --list-sections`' table (its header row excluded)."""
+    return frozenset(m.group(1) for line in text.splitlines() if (m := _SECTION_ROW.match(line)) and m.group(1) != "Identifier")
 
 
 def ncu_check(pf: Preflight, ncu_path: str | None, ncu_reason: str, run: Callable[..., Any], repo: Path,
@@ -151,7 +198,7 @@ def ncu_check(pf: Preflight, ncu_path: str | None, ncu_reason: str, run: Callabl
     (capture.PROFILER_WIDE) rules the slips out: a check that fails for a reason
     not recognised is reported as inconclusive and the slips are still tried,
     so a misread of ncu's output never costs every slip of the window."""
-    from plugins.measure.capture import METRICS, REQUIRED_METRICS, metric_rejection, profiler_wide_error
+    from plugins.measure.capture import METRICS, REQUIRED_METRICS, SECTIONS, metric_rejection, profiler_wide_error
     from plugins.measure.provenance import parse_ncu_version
 
     pf.ncu_path = ncu_path
@@ -169,6 +216,34 @@ def ncu_check(pf: Preflight, ncu_path: str | None, ncu_reason: str, run: Callabl
     if not _step(pf, "ncu --version", version, clock):
         pf.ncu_unusable = pf.steps[-1].detail
         return
+
+    # Every slip asks for SECTIONS by name: one this ncu lacks fails every profile, so it rules
+    # the slips out here; a listing the preflight cannot read is inconclusive, as for counters.
+    t0 = clock()
+    try:
+        p = run(sections_command(ncu_path), cwd=str(repo), capture_output=True, text=True, timeout=NCU_SECTIONS_TIMEOUT_S)
+        text = (p.stdout or "") + "\n" + (p.stderr or "")
+        listed = listed_sections(p.stdout or "") if p.returncode == 0 else frozenset()
+        if wide := profiler_wide_error(text):
+            raise ProfilerUnusable(wide)
+        if not listed:
+            raise RuntimeError(f"ncu --list-sections exited {p.returncode} and listed no section: {text.strip()[-300:]}")
+        lacking = [sec for sec in SECTIONS if sec not in listed]
+        if lacking:
+            why = (f"this ncu ({pf.steps[-1].detail}) lacks the section(s) {lacking} that every slip asks for "
+                   f"(ncu --list-sections lists {len(listed)}); install a Nsight Compute that has them, or change "
+                   "plugins/measure/capture.py SECTIONS")
+            pf.steps.append(Step("ncu sections", False, why, clock() - t0))
+            pf.ncu_unusable = why
+            return
+        pf.steps.append(Step("ncu sections", True, f"all {len(SECTIONS)} sections listed", clock() - t0))
+    except ProfilerUnusable as exc:
+        pf.steps.append(Step("ncu sections", False, f"the profiler is unusable: {exc}", clock() - t0))
+        pf.ncu_unusable = str(exc)
+        return
+    except Exception as exc:
+        pf.steps.append(Step("ncu sections", False, f"inconclusive, slips will still be tried: {type(exc).__name__}: {exc}",
+                             clock() - t0))
 
     def counters(metrics: Sequence[str]) -> str:
         p = run(counter_command(ncu_path, metrics, python), cwd=str(repo), capture_output=True, text=True,
@@ -287,7 +362,7 @@ def repeat_lines(repeats: Mapping[str, Mapping[str, Any]]) -> list[str]:
     done = {f: r for f, r in repeats.items() if r.get("status") == "measured"}
     differ = sorted(f for f, r in done.items() if r.get("differs"))
     kept_changed = sorted(f for f, r in done.items() if r.get("first_kept") is not None and r.get("kept") != r.get("first_kept"))
-    lines = [f"repeat: {len(done)} of {len(repeats)} families timed again (new inputs, new block order; "
+    lines = [f"repeat: {len(done)} of {len(repeats)} families timed again (the key's inputs, new block order; "
              f"{sum(1 for r in repeats.values() if r.get('status') == 'skipped')} skipped)"]
     if differ:
         lines.append("  WINNER DIFFERS: " + "; ".join(f"{f}: first {done[f]['first_winner']}, repeat {done[f]['winner']}" for f in differ))
@@ -389,6 +464,10 @@ def exit_status(pytest_rc: int, summaries: Iterable[Mapping[str, Any]], prefligh
     left = sorted(s["family"] for s in rows if str(s.get("slip_reason", "")).startswith("time budget"))
     if left:
         found[SLIPS_LEFT] = f"slips skipped for time: {', '.join(left)}"
+    unpacked = sorted(s["family"] for s in rows if s.get("slip") == LEFT_OUT)
+    if unpacked:
+        found[LAYOUT] = "; ".join([*([found[LAYOUT]] if LAYOUT in found else []),
+                                   f"slip reports left out of the archives (they will not come back): {', '.join(unpacked)}"])
     for code in PRECEDENCE:
         if code in found:
             return code, [f"{c} {found[c]}" for c in PRECEDENCE if c in found]
@@ -436,20 +515,57 @@ def next_line(rows: Iterable[Mapping[str, Any]], pass_args: Sequence[str] = ()) 
             + f"    # takes the slips skipped for time: {', '.join(left)}")
 
 
+LEFT_OUT = "left out"  # a summary's slip status once its .ncu-rep cannot come back: not captured
+
+
+def mark_left_out(out: Path, left_out: Sequence[tuple[str, str]]) -> list[str]:
+    """Every captured slip whose .ncu-rep the archives leave out is no longer captured: its summary
+    and its key say "left out" and why, before the archives are written. Returns the families."""
+    reports = {path: why for path, why in left_out if path.endswith(".ncu-rep")}
+    marked = []
+    for p in sorted((Path(out) / "reports" / "measure").glob("*/*.json")):
+        try:
+            data = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        files = data.get("slip_files") or [f"slips/{p.parent.name}/{data.get('family', p.stem)}.ncu-rep"]
+        hit = [f for f in files if f in reports] if data.get("slip") == "captured" else []
+        if not hit:
+            continue
+        reason = (f"its report {hit[0]} was left out of the archives ({reports[hit[0]]}), so it will not come back; "
+                  "take it again with scripts/measure-gpu.sh --slips-only and fewer families")
+        write_json_atomic(p, {**data, "slip": LEFT_OUT, "slip_reason": reason})
+        marked.append(str(data.get("family", p.stem)))
+        key = Path(data["key"]) if data.get("key") else None
+        if key is not None and not key.is_absolute():
+            key = Path(out) / key
+        try:
+            if key is not None and key.is_file():
+                rec = json.loads(key.read_text())
+                rec["slip"] = {**rec.get("slip", {}), "status": LEFT_OUT, "reason": reason}
+                write_json_atomic(key, rec)
+        except (OSError, ValueError) as exc:
+            log.warning("could not mark %s's slip as left out in %s: %s", data.get("family"), key, exc)
+    return marked
+
+
 def finish(out: Path, repo: Path, pytest_rc: int, *, keep_loose: bool = False, state_dir: Path | None = None,
            slips_only: bool = False, limits: Limits = Limits(), emit: Callable[[str], None] = log.warning,
            pass_args: Sequence[str] = ()) -> int:
     """Summary, archives, cleaning, the layout check and the exit status (printed with its reasons)."""
     out = Path(out)
     pre = json.loads((out / "preflight.json").read_text()) if (out / "preflight.json").is_file() else {}
+    write_text_atomic(out / "summary.txt", summary_text(out))  # a draft: the archive plan counts its size
+    cap_log(out / "measure.log", limits)
+    plan = archive_plan(out, limits, slip_priority_order(out))
+    mark_left_out(out, plan.left_out)  # before the summaries and keys are packed
     text = summary_text(out)
     write_text_atomic(out / "summary.txt", text)
     emit(text.rstrip("\n"))
     rows = [s for g in read_summaries(out).values() for s in g.values()]
     if state_dir is not None:
         save_state(out, state_dir, merge=slips_only)
-    cap_log(out / "measure.log", limits)
-    plan = write_archives(out, limits, slip_priority_order(out))
+    plan = write_archives(out, limits, plan=plan)
     for path, why in plan.left_out:
         emit(f"NOT ARCHIVED (will not come back): {path}: {why}")
     if not keep_loose:
@@ -504,6 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--no-ncu", action="store_true")
     p.add_argument("--allow-unknown-commit", action="store_true")
     sub.add_parser("launch")
+    sub.add_parser("packages")
     f = sub.add_parser("finish")
     f.add_argument("out")
     f.add_argument("--pytest-rc", type=int, required=True)
@@ -522,10 +639,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.error("refused: %s", why)
         return REFUSED if why else OK
     if args.cmd == "launch":
-        from plugins.measure.device import compile_options, import_cupy
+        from plugins.measure.device import ensure_cuda_headers, import_cupy
 
         cp = import_cupy()
-        launch_preflight_kernel(cp, compile_options(_cuda_path(cp)))
+        ensure_cuda_headers(_cuda_path(cp))
+        launch_preflight_kernel(cp)
         return OK
     if args.cmd == "preflight":
         out = Path(args.out)
@@ -537,6 +655,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if pf.status != OK:
             log.warning("preflight: exit %d: %s: %s", pf.status, STATUS_TEXT[pf.status], pf.reason())
         return pf.status
+    if args.cmd == "packages":
+        sys.stdout.write(" ".join(missing_packages()) + "\n")
+        return OK
     if args.cmd == "rerun":
         sys.stdout.write(",".join(rerun_families(Path(args.out))))
         return OK

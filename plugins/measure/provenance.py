@@ -153,6 +153,8 @@ def gpu_record(probe: DeviceProbe) -> dict:
         "compute_capability": cc,
         "sm_count": prop("multiProcessorCount"),
         "l2_bytes": prop("l2CacheSize"),
+        # With mem_clock_max_mhz: a peak bandwidth of 2 x clock x width / 8 bytes per second (DDR).
+        "memory_bus_width_bits": prop("memoryBusWidth"),
         "global_memory_bytes": prop("totalGlobalMem"),
         "sm_clock_mhz": clock("sm_clock_mhz", None),
         "sm_clock_max_mhz": clock("sm_clock_max_mhz", "clockRate"),
@@ -189,9 +191,12 @@ ALLOW_UNKNOWN_COMMIT = "--measure-allow-unknown-commit"
 
 def git_state(repo: Path, run: Callable[..., Any] = subprocess.run, env: Mapping[str, str] | None = None,
               allow_unknown_commit: bool = False) -> dict:
-    """The commit and whether the tree had uncommitted changes; where git cannot
-    tell (a copy with no .git), the commit given in $SPARKTRACE_GIT_COMMIT.
+    """The commit and whether the tree had uncommitted changes.
 
+    $SPARKTRACE_GIT_COMMIT, when set, names the commit whatever git says: a copy
+    of the tree with no .git of its own may sit inside another repository (a
+    home directory under git, a scratch checkout), whose HEAD is not this code's.
+    Only when git's HEAD is that same commit is git's dirty flag kept.
     With neither, raises ProvenanceRefused unless `allow_unknown_commit`, which
     is then written into the record (`overrides`), so such a key says so.
     """
@@ -205,8 +210,14 @@ def git_state(repo: Path, run: Callable[..., Any] = subprocess.run, env: Mapping
     commit = field(lambda: git("rev-parse", "HEAD"))
     dirty = field(lambda: bool(git("status", "--porcelain", "--untracked-files=no")))
     given = (os.environ if env is None else env).get(GIT_COMMIT_ENV, "").strip()
-    if is_unavailable(commit) and given:
-        return {"git_commit": given, "git_dirty": unavailable(f"no git here ({commit}); the commit is from ${GIT_COMMIT_ENV}, compare source_sha256"),
+    if given:
+        if is_unavailable(commit):
+            why = f"no git here ({commit})"
+        elif commit.startswith(given) or given.startswith(commit):
+            return {"git_commit": given, "git_dirty": dirty, "git_commit_source": f"${GIT_COMMIT_ENV} (git's HEAD agrees)"}
+        else:
+            why = f"the enclosing git repository's HEAD is {commit}, not this commit, so its state is not this tree's"
+        return {"git_commit": given, "git_dirty": unavailable(f"{why}; the commit is from ${GIT_COMMIT_ENV}, compare source_sha256"),
                 "git_commit_source": f"${GIT_COMMIT_ENV}"}
     if is_unavailable(commit):
         if not allow_unknown_commit:

@@ -14,6 +14,7 @@ import logging
 import os
 import random
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -29,8 +30,9 @@ from plugins.measure.budget import StepBudget
 from plugins.measure.archive import write_partial
 from plugins.measure.capture import LAUNCH_SEED
 from plugins.measure.confidence import Confidence, assess
+from plugins.measure.inputs import InputStore, TimingInputs
 from plugins.measure.keyfile import SCHEMA, load_key, write_key
-from plugins.measure.provenance import inputs_record, inputs_sha256
+from plugins.measure.provenance import inputs_record, inputs_sha256, unavailable
 from plugins.family.manifest import SETS, Candidate, Family
 from plugins.family.plan import Number
 from plugins.measure.ranking import FamilyRanking, rank_family
@@ -50,9 +52,11 @@ class TimerFactory(Protocol):
 
 
 class SlipCapture(Protocol):
-    """Takes one slip; `budget` bounds its timeouts by the deadline, `name` writes it beside an earlier one."""
+    """Takes one slip; `budget` bounds its timeouts by the deadline, `name` writes it beside an earlier one,
+    `inputs` names the key's timing inputs (their file and sha256) for ncu's child to load."""
 
-    def __call__(self, fam: Family, gpu: str, budget: StepBudget | None = None, name: str | None = None) -> Any: ...
+    def __call__(self, fam: Family, gpu: str, budget: StepBudget | None = None, name: str | None = None,
+                 inputs: TimingInputs | None = None) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class MeasureConfig:
     allow_unknown_commit: bool = False  # measure with no git commit known (recorded in every key)
     watchdog_s: float | None = WATCHDOG_S  # a family's key step past this is recorded as hung (None: no watchdog)
     partial_archive: bool = False  # refresh <out_root>/measure-partial.tar.gz after each key (the script's OUT only)
+    inputs_root: Path | None = None  # where the timing inputs' .npz files go (None: out_root)
 
 
 @dataclass
@@ -95,6 +100,7 @@ class FamilyOutcome:
     confidence: Confidence | None = None
     set: str = ""
     not_measured: str = ""  # why no key was measured on purpose (slips-only, not a target GPU)
+    inputs: TimingInputs | None = None  # the key's timing inputs: the slip and the repeat use these
 
     def summary(self) -> dict:
         rk = self.ranking.ranking if self.ranking else None
@@ -225,6 +231,9 @@ class MeasureSession:
         self._slip_order: list[str] | None = None
         self._repeat_order: list[str] | None = None
         self.previous = load_previous(config.previous, self.slug) if config.previous else {}
+        # Only a slip (ncu's child) or a repeat reads the stored inputs: without either none is written.
+        keep = config.repeat or (config.ncu and not config.ncu_unusable and capture is not None)
+        self.inputs = InputStore((config.inputs_root or config.out_root) if keep else None, timing_buffers)
 
     @property
     def slug(self) -> str:
@@ -244,6 +253,8 @@ class MeasureSession:
             else:
                 out = self._watched(fam)
             out.set = fam.set
+            if out.slip.get("status") != "pending" and not (self.config.repeat and out.record is not None):
+                self.inputs.release(fam)  # neither a slip nor a repeat will read them
             with self._hung_lock:
                 if self.hung == fam.name and not out.error.startswith("hung:"):
                     return self.outcomes[fam.name]  # the watchdog recorded it first
@@ -371,13 +382,17 @@ class MeasureSession:
         ran = False
         try:
             # ncu profiles a new process, so a slip is still taken after this process's context died.
-            plan = self.slip_budget.decide()
+            extra = self._slip_input_seconds(out)
+            plan = self.slip_budget.decide(extra_s=extra)
             if not plan.start:
                 out.slip = {"status": "skipped", "reason": f"{plan.reason}; take it later with scripts/measure-gpu.sh --slips-only "
                             f"(or pytest -m measure --measure-slips-only --measure-families {fam.name})"}
             else:
                 ran = True
-                r = self.capture(fam, self.slug, self.slip_budget, self._slip_name(fam))  # type: ignore[misc]
+                if out.inputs is not None:
+                    r = self.capture(fam, self.slug, self.slip_budget, self._slip_name(fam), inputs=out.inputs)  # type: ignore[misc]
+                else:
+                    r = self.capture(fam, self.slug, self.slip_budget, self._slip_name(fam))  # type: ignore[misc]
                 out.slip = {"status": r.status, "reason": r.reason, "files": [self._rel(f) for f in r.files]}
                 if r.status == "skipped" and not r.files:
                     ran = False  # nothing was started (no ncu, a profiler known unusable, no time)
@@ -392,7 +407,9 @@ class MeasureSession:
                     log.warning("%s: cleanup after the slip failed: %s", fam.name, exc)
         out.seconds["slip"] = self.clock() - t0
         if ran:
-            self.slip_budget.record(out.seconds["slip"])
+            self.slip_budget.record(out.seconds["slip"], extra_s=extra)
+        if not self.config.repeat:
+            self.inputs.release(fam)
         if out.record is not None and out.key_path is not None:
             out.record["slip"] = out.slip
             out.record["seconds"] = out.seconds
@@ -403,6 +420,14 @@ class MeasureSession:
         self._write_summary(out)
         log.info("%s slip: %s %s", fam.name, out.slip.get("status"), out.slip.get("reason", ""))
         return out
+
+    @staticmethod
+    def _slip_input_seconds(out: FamilyOutcome) -> float:
+        """What ncu's child spends drawing the inputs: nothing when it loads the key's file, else this
+        family's own measured draw (unknown, 0, in a slips-only pass: the slip's base plan covers it)."""
+        if out.inputs is None or out.inputs.path is not None:
+            return 0.0
+        return out.inputs.seconds
 
     def _slip_name(self, fam: Family) -> str | None:
         """None (the family's own name) unless a slip of it exists in the output or a checked root:
@@ -445,7 +470,7 @@ class MeasureSession:
         return self.repeat(by_name[self.repeat_order(families)[slot]])
 
     def repeat(self, fam: Family) -> dict:
-        """Time a keyed family once more (new inputs, new block order), write the result beside
+        """Time a keyed family once more (the key's inputs, a new block order), write the result beside
         its key as `<gpu>.repeat.json`, and say whether the winner is the same. Keys only: the
         first pass's gate verdicts are reused."""
         if fam.name in self.repeats:
@@ -480,6 +505,7 @@ class MeasureSession:
                             log.warning("%s: cleanup after the repeat failed: %s", fam.name, exc)
                 res["seconds"] = self.clock() - t0
                 self.repeat_budget.record(res["seconds"])
+        self.inputs.release(fam)  # the repeat is the inputs' last user
         res["differs"] = bool(res.get("winner")) and res.get("winner") != first
         self.repeats[fam.name] = res
         path = Path(self.config.out_root) / "reports" / "measure" / self.slug / "repeat" / f"{fam.name}.json"
@@ -495,10 +521,10 @@ class MeasureSession:
         assert first.record is not None
         timed = [c for c in fam.candidates if first.gate[c.id].passed]
         shape = fam.shapes("timing")[0]
-        input_seed, block_seed = self.new_seed(), self.new_seed()
+        input_seed, block_seed = first.record["protocol"]["input_seed"], self.new_seed()  # the key's inputs, drawn once
         t0 = time.monotonic()
-        host = timing_buffers(fam, shape, input_seed)
-        rep_digest = timing_digest(fam, host)
+        host, inp = self.inputs.get(fam, shape, input_seed)
+        rep_digest = inp.sha256
         timer = self.timer_factory(fam, shape, host, timed)
         del host  # only the timer keeps the host copy of the inputs
         try:
@@ -509,7 +535,7 @@ class MeasureSession:
                 close()
         if blocks.failures:
             self._check_context(f"{fam.name} while timing its repeat ({', '.join(sorted(blocks.failures))} failed)")
-        rep = FamilyOutcome(fam.name, gate=first.gate, gate_problems=first.gate_problems, blocks=blocks, set=fam.set)
+        rep = FamilyOutcome(fam.name, gate=first.gate, gate_problems=first.gate_problems, blocks=blocks, set=fam.set, inputs=inp)
         rep.seconds["timing"] = time.monotonic() - t0
         rep.ranking, rep.confidence = self._rank(fam, rep, shape)
         rep.slip = {"status": "skipped", "reason": f"a repeat: the slip is the first pass's ({first.slip.get('status')})"}
@@ -517,6 +543,7 @@ class MeasureSession:
         rec["pass"] = "repeat"
         rec["repeat_of"] = self._rel(first.key_path) if first.key_path else None
         rec["repeat_seed"] = self.repeat_seed
+        rec["repeat_inputs"] = "the key's timing inputs (the same seed, sha256 checked), a new block seed and order"
         rec["repeat_order"] = self._repeat_order
         path = write_key(Path(self.config.out_root) / "families" / fam.name, self.slug, rec, replace=self.config.replace,
                          also_check=self._family_roots(fam), kind="repeat")
@@ -551,8 +578,9 @@ class MeasureSession:
             shape = fam.shapes("timing")[0]
             input_seed = self.new_seed()
             block_seed = self.new_seed()
-            host = timing_buffers(fam, shape, input_seed)
-            digest = timing_digest(fam, host)
+            host, out.inputs = self.inputs.get(fam, shape, input_seed)  # drawn once: the slip and the repeat reuse them
+            digest = out.inputs.sha256
+            out.seconds["inputs"] = out.inputs.seconds
             timer = self.timer_factory(fam, shape, host, timed)
             del host  # only the timer keeps the host copy of the inputs, as before the digest
             try:
@@ -655,6 +683,7 @@ class MeasureSession:
                 "bytes_moved": thr.bytes_moved if thr else bytes_moved(fam, shape),
                 "bytes_per_s": thr.bytes_per_s if thr else None,
                 "fraction_of_copy": thr.fraction_of_copy if thr else None,
+                **self._cubin_fields(c),
             }
             if not out.gate[c.id].passed:
                 entry["not_timed"] = f"gated out: {out.gate[c.id].reason}"
@@ -670,7 +699,7 @@ class MeasureSession:
             "provenance": self.provenance,
             "protocol": {**br.protocol_record(), "input_seed": input_seed},
             "inputs": inputs_record(fam, list(dict.fromkeys(s for r in out.gate.values() for s in r.seeds)),
-                                    input_seed, LAUNCH_SEED, inputs_digest),
+                                    input_seed, input_seed if out.inputs is not None else LAUNCH_SEED, inputs_digest),
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "sizes": dict(shape),
             "gate": {
@@ -685,6 +714,17 @@ class MeasureSession:
             "slip": out.slip,
             "seconds": out.seconds,
         }
+
+    def _cubin_fields(self, cand: Candidate) -> dict:
+        """The sha256 of the cubin the GPU loaded for `cand` (compile_source's, for this device's arch)."""
+        get = getattr(self.executor, "cubin", None)
+        if get is None:
+            return {"cubin_sha256": unavailable(f"the executor {getattr(self.executor, 'name', '?')!r} loads no cubin")}
+        try:
+            cubin = get(cand)
+        except Exception as exc:
+            return {"cubin_sha256": unavailable(f"{type(exc).__name__}: {exc}")}
+        return {"cubin_sha256": cubin.sha256, "cubin_arch": cubin.arch, "cubin_bytes": cubin.bytes}
 
     @staticmethod
     def _confidence_fields(out: FamilyOutcome) -> dict:
@@ -748,6 +788,28 @@ def slip_options(fam: Family) -> dict[str, Any]:
             "data": dict(fam.data)}
 
 
+def candidate_compile(arch: str) -> dict:
+    """How every candidate's binary was built: plugins.family.compile.compile_source (CI's compile, its
+    options exactly) for this device's arch, loaded as that cubin, so CuPy adds nothing."""
+    from plugins.family.compile import NVRTC_OPTIONS, include_options, nvrtc_version
+    from plugins.measure.provenance import field
+
+    return {"by": "plugins.family.compile.compile_source(source, arch, candidate file name)", "arch": arch,
+            "options": [*NVRTC_OPTIONS, *include_options(), f"-arch={arch}", "-Xptxas=-v"],
+            "nvrtc": field(nvrtc_version),  # cuda-bindings' NVRTC: CI's pin is requirements.txt's nvidia-cuda-nvrtc
+            "loaded": "cupy.RawModule(path=<cubin_sha256>.cubin): the bytes compile_source returned, read back and checked",
+            "cubin_sha256": "per candidate: candidates.<id>.cubin_sha256"}
+
+
+def slip_inputs(inputs: TimingInputs | None) -> dict[str, Any]:
+    """The key's timing inputs for ncu's child: its seed, and the file and sha256 where one was written."""
+    if inputs is None:
+        return {}
+    if inputs.path is None:
+        return {"seed": inputs.seed}
+    return {"seed": inputs.seed, "inputs": inputs.path, "inputs_sha256": inputs.sha256}
+
+
 def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
     """The real session: CUDA-event timer, provenance read from the device, ncu slips."""
     from plugins.measure.capture import METRICS, REQUIRED_METRICS, ProfilerState, capture_slip, find_ncu, ncu_version
@@ -761,7 +823,9 @@ def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
     version = ncu_version(ncu)
     prov = software_record(probe, config.repo, config.command, version,
                            compile_options=list(executor.options), allow_unknown_commit=config.allow_unknown_commit)
-    prov["compile_options_full"] = full_compile_options(executor.cp, executor.options)
+    prov["compile_options_full"] = {**full_compile_options(executor.cp, executor.options),
+                                    "used_for": "the pass's own kernels (the L2 flush) only; candidates: candidate_compile"}
+    prov["candidate_compile"] = candidate_compile(executor.arch)
     profiler = ProfilerState(unusable=config.ncu_unusable,
                              metrics=tuple(REQUIRED_METRICS) if config.ncu_required_metrics else tuple(METRICS),
                              metric_rejected="the preflight saw the optional metrics refused" if config.ncu_required_metrics else "",
@@ -770,14 +834,21 @@ def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
     def timer_factory(fam: Family, shape: Mapping[str, Number], host: Mapping[str, np.ndarray], cands: Sequence[Candidate]) -> Timer:
         return CudaEventTimer(executor, fam, shape, host, cands)
 
-    def capture(fam: Family, gpu_slug: str, budget: StepBudget | None = None, name: str | None = None) -> Any:
+    def capture(fam: Family, gpu_slug: str, budget: StepBudget | None = None, name: str | None = None,
+                inputs: TimingInputs | None = None) -> Any:
         try:
             executor.free()  # the profiled process allocates its own inputs
         except Exception as exc:  # a dead context here does not stop ncu's own process
             log.warning("could not free device memory before %s's slip: %s", fam.name, exc)
         kernels = [launch.kernel for launch in fam.start.launches]
+        try:
+            cubin = executor.cubin_sha256(fam.start)  # the child checks it runs this very binary
+        except Exception as exc:
+            log.warning("%s: no cubin sha256 for the slip (%s); the profiled process compiles without the check", fam.name, exc)
+            cubin = ""
         return capture_slip(fam.name, kernels, gpu_slug, config.out_root, config.repo, config.families_root, ncu=ncu,
-                            state=profiler, budget=budget, name=name, **slip_options(fam))
+                            state=profiler, budget=budget, name=name, **slip_options(fam), **slip_inputs(inputs),
+                            cubin_sha256=cubin)
 
     return MeasureSession(config, executor, timer_factory, gpu, prov, capture=capture, after_family=executor.free,
                           health=executor.context_error)
@@ -898,6 +969,9 @@ def state_from_options(root: Path, getoption: Callable[[str], Any], argv: Sequen
         allow_unknown_commit=bool(getoption("measure_allow_unknown_commit")),
         watchdog_s=_watchdog(getoption("measure_watchdog_s")),
         partial_archive=out_root != root.resolve() and root.resolve() not in out_root.parents,
+        # the timing inputs' files: under the output folder, never inside the repository
+        inputs_root=None if out_root != root.resolve() and root.resolve() not in out_root.parents else
+        Path(tempfile.gettempdir()) / "sparktrace-timing-inputs",
     )
     return MeasureState(cfg, families, getoption("markexpr") or "", in_worker)
 

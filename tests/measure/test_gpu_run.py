@@ -135,7 +135,7 @@ class FakeCupyForPreflight:
 
             @staticmethod
             def getDeviceProperties(i):
-                return {"name": b"FAKE GPU (test fixture)"}
+                return {"name": b"FAKE GPU (test fixture)", "major": 9, "minor": 0}
 
         @staticmethod
         def get_cuda_path():
@@ -149,9 +149,11 @@ class FakeCupyForPreflight:
     def asnumpy(a):
         return np.asarray(a)
 
+    loaded: list = []
+
     class RawModule:
-        def __init__(self, code, options, backend):
-            assert "p[0] = 42" in code and backend == "nvrtc"
+        def __init__(self, path):  # compile_source's cubin of the one-line kernel, never CuPy's own compile
+            FakeCupyForPreflight.loaded.append(Path(path).read_bytes())
 
         def get_function(self, name):
             def k(grid, block, args):
@@ -168,6 +170,15 @@ with open(os.environ["FAKE_NCU_LOG"], "a") as f:
     f.write(" ".join(args) + "\n")
 if args[:1] == ["--version"]:
     print("NVIDIA (R) Nsight Compute Command Line Profiler (FAKE)\nVersion 2025.3.1.0 (build 1) (fake)")
+    sys.exit(0)
+if args[:1] == ["--list-sections"]:
+    print("----------------------- ------------------------- ------- ---------")
+    print("Identifier              Display Name              Enabled Filename")
+    print("----------------------- ------------------------- ------- ---------")
+    for s in ("ComputeWorkloadAnalysis", "InstructionStats", "LaunchStats", "MemoryWorkloadAnalysis",
+              "MemoryWorkloadAnalysis_Chart", "MemoryWorkloadAnalysis_Tables", "Occupancy", "SpeedOfLight", "WarpStateStats"):
+        if not (mode == "nosection" and s == "WarpStateStats"):
+            print(f"{s:<30} {s} (fake)  no  /fake/sections/{s}.section")
     sys.exit(0)
 metrics = args[args.index("--metrics") + 1].split(",") if "--metrics" in args else []
 if mode == "perm":
@@ -203,6 +214,11 @@ def fake_ncu(tmp_path, monkeypatch):
     return tmp_path / "ncu.log"
 
 
+@pytest.fixture(autouse=True)
+def _cubins_in_tmp(tmp_path, monkeypatch):
+    monkeypatch.setattr("plugins.measure.device.CUBIN_DIR", tmp_path / "cubins")
+
+
 def _pre(tmp_path, mode, monkeypatch, **kw):
     monkeypatch.setenv("FAKE_NCU_MODE", mode)
     return preflight(tmp_path / "out", ROOT, importer=lambda: FakeCupyForPreflight, env={"SPARKTRACE_GIT_COMMIT": "f" * 40}, **kw)
@@ -211,10 +227,15 @@ def _pre(tmp_path, mode, monkeypatch, **kw):
 def test_preflight_passes_on_a_device_and_a_profiler_that_reads_counters(tmp_path, monkeypatch, fake_ncu):
     pf = _pre(tmp_path, "ok", monkeypatch)
     assert pf.status == OK and pf.ncu_unusable == "" and pf.ncu_metrics == "all", pf.as_record()
-    assert [s.name for s in pf.steps] == ["commit", "output folder", "CUDA device", "ncu --version", "ncu counters"]
+    assert [s.name for s in pf.steps] == ["commit", "output folder", "CUDA device", "ncu --version", "ncu sections", "ncu counters"]
     assert pf.ncu_path == shutil.which("ncu")
+    from plugins.family.compile import compile_source
+
+    assert FakeCupyForPreflight.loaded[-1] == compile_source(gpu_run.PREFLIGHT_SOURCE, "sm_90", "sparktrace_preflight.cu").cubin
+    assert "compile_source for sm_90" in pf.steps[2].detail
     calls = fake_ncu.read_text().splitlines()
-    assert calls[0] == "--version" and "--clock-control none" in calls[1] and "regex:^(sparktrace_preflight)$" in calls[1]
+    assert calls[:2] == ["--version", "--list-sections"]
+    assert "--clock-control none" in calls[2] and "regex:^(sparktrace_preflight)$" in calls[2]
 
 
 def test_preflight_finds_the_counter_permission_error(tmp_path, monkeypatch, fake_ncu):
@@ -231,10 +252,21 @@ def test_an_unexplained_counter_failure_is_inconclusive_not_fatal(tmp_path, monk
     assert pf.steps[-1].name == "ncu counters" and not pf.steps[-1].ok and pf.steps[-1].detail.startswith("inconclusive")
 
 
+def test_preflight_checks_the_sections_against_what_ncu_lists(tmp_path, monkeypatch, fake_ncu):
+    from plugins.measure.gpu_run import listed_sections
+
+    pf = _pre(tmp_path, "nosection", monkeypatch)
+    assert pf.status == NO_PROFILER and "WarpStateStats" in pf.ncu_unusable and "--list-sections" in pf.ncu_unusable
+    assert pf.steps[-1].name == "ncu sections" and not pf.steps[-1].ok
+    assert fake_ncu.read_text().splitlines() == ["--version", "--list-sections"], "no profile is started after that"
+    assert listed_sections("Identifier  Display Name\n------ ----\nSpeedOfLight  GPU Speed Of Light  yes  f\n"
+                           "==WARNING== x\nOccupancy") == {"SpeedOfLight", "Occupancy"}
+
+
 def test_preflight_learns_a_rejected_optional_metric(tmp_path, monkeypatch, fake_ncu):
     pf = _pre(tmp_path, "picky", monkeypatch)
     assert pf.status == OK and pf.ncu_metrics == "required", pf.as_record()
-    assert len(fake_ncu.read_text().splitlines()) == 3, "--version, the full list (refused), the required list"
+    assert len(fake_ncu.read_text().splitlines()) == 4, "--version, --list-sections, the full list (refused), the required list"
 
 
 def test_preflight_stops_at_the_first_fatal_step(tmp_path, monkeypatch, fake_ncu):
@@ -324,7 +356,8 @@ def _pass_output(out: Path, reports: dict[str, int], kept: set[str], gpu: str = 
         _write(out / "slips" / gpu / f"{fam}.json", b"{}")
         _write(out / "slips" / gpu / f"{fam}.ncu-rep", rng.bytes(rep_bytes))
         summary = {"family": fam, "set": "classic", "winner": "r_one" if fam in kept else None, "kept": fam in kept,
-                   "key": f"families/{fam}/measurements/{gpu}.json", "slip": "captured", "slip_reason": "", "reason": ""}
+                   "key": f"families/{fam}/measurements/{gpu}.json", "slip": "captured", "slip_reason": "", "reason": "",
+                   "slip_files": [f"slips/{gpu}/{fam}{ext}" for ext in (".ncu-rep", ".csv", ".json")]}
         _write(out / "reports" / "measure" / gpu / f"{fam}.json", json.dumps(summary).encode())
     _write(out / "measure.log", b"log line (fixture)\n" * 100)
     _write(out / "junit.xml", b"<testsuite/>")
@@ -360,7 +393,16 @@ def test_archives_only_output_comes_back_whole(tmp_path):
     assert sorted(reps) == [f"slips/fake-test-gpu/fam_{i}.ncu-rep" for i in (0, 1, 2, 4, 5)], "fam_3 is last in priority"
     text = (out / "summary.txt").read_text()
     assert "left out of the archives:" in text and f"exit status {code}" in text
-    assert code == OK, text
+    # a report that does not come back is no captured slip: its summary and key say so, and so does the status
+    assert code == LAYOUT and "slip reports left out of the archives (they will not come back): fam_3" in text, text
+    assert "fam_3: " in text and "slip: left out its report slips/fake-test-gpu/fam_3.ncu-rep was left out" in text
+    with tarfile.open(out / members["reports/measure/fake-test-gpu/fam_3.json"]) as t:
+        s3 = json.load(t.extractfile("reports/measure/fake-test-gpu/fam_3.json"))
+        k3 = json.load(t.extractfile("families/fam_3/measurements/fake-test-gpu.json"))
+        s0 = json.load(t.extractfile("reports/measure/fake-test-gpu/fam_0.json"))
+    assert s3["slip"] == "left out" and "no room left under the return limits" in s3["slip_reason"]
+    assert k3["slip"]["status"] == "left out" and k3["slip"]["reason"] == s3["slip_reason"]
+    assert s0["slip"] == "captured", "a report that came back still counts"
 
 
 def test_plan_archives_respects_count_size_and_total():

@@ -14,7 +14,6 @@ import pytest
 
 from plugins.family.manifest import load_family
 from plugins.gate.check import host_buffers
-from plugins.measure.capture import LAUNCH_SEED
 from plugins.measure.keyfile import load_key
 from plugins.measure.provenance import inputs_sha256
 from plugins.measure.session import MeasureConfig, MeasureSession
@@ -84,7 +83,7 @@ def test_a_data_group_key_records_its_generator_parameters_and_seeds(tmp_path):
     key, host = _measure(tmp_path, fam)
     inputs = key.record["inputs"]
     assert inputs["generator"] == "sorted" and inputs["data"] == {"generator": "sorted"}
-    assert inputs["gate_seeds"] == [11, 12, 13] and inputs["slip_seed"] == LAUNCH_SEED
+    assert inputs["gate_seeds"] == [11, 12, 13] and inputs["slip_seed"] == inputs["timing_seed"], "the slip profiles the key's inputs"
     assert inputs["timing_seed"] == key.record["protocol"]["input_seed"] and inputs["timing_seed"] >= 7000
     assert inputs["rng"] == "numpy.random.default_rng" and "make_inputs(rng, shape, data)" in inputs["make_inputs"]
     assert inputs["reference_sha256"] == hashlib.sha256((fam.path / "reference.py").read_bytes()).hexdigest()

@@ -616,9 +616,20 @@ class _FakeKernel:
 
 
 class _FakeModule:
-    def __init__(self, code=None, options=(), backend="nvrtc", enable_cooperative_groups=False):
-        assert isinstance(options, tuple) and backend == "nvrtc"
-        _FakeCupy.compiled.append((code, options))
+    """RawModule(code=...) (the pass's own kernels) or RawModule(path=<cubin>) (candidates): a loaded
+    cubin is recorded byte for byte and emulated by the source compile_source built it from."""
+
+    def __init__(self, code=None, path=None, options=(), backend="nvrtc", enable_cooperative_groups=False):
+        if path is not None:
+            import hashlib
+
+            data = Path(path).read_bytes()
+            _FakeCupy.loaded.append(data)
+            code = _FakeCupy.built.get(hashlib.sha256(data).hexdigest())
+            assert code is not None, f"{path} is no cubin compile_source built in this test"
+        else:
+            assert isinstance(options, tuple) and backend == "nvrtc"
+            _FakeCupy.compiled.append((code, options))
         self.code, self.coop = code, enable_cooperative_groups
 
     def get_function(self, name):
@@ -640,6 +651,8 @@ class _FakeCupy:
     clock_ms = 0.0
     calls: list = []
     compiled: list = []
+    loaded: list = []  # the cubin bytes RawModule(path=...) loaded
+    built: dict = {}  # sha256 of each cubin compile_source built -> its source
     sticky_error = ""  # set by a test: every later synchronize fails, as after an illegal address
     RawModule = _FakeModule
 
@@ -726,7 +739,7 @@ class _FakeCupy:
 
 
 @pytest.fixture
-def fake_cupy(monkeypatch):
+def fake_cupy(monkeypatch, tmp_path_factory):
     import sys
 
     import plugins.measure.timing as timing
@@ -736,6 +749,19 @@ def fake_cupy(monkeypatch):
     monkeypatch.setattr(timing, "COPY_BYTES", 1 << 16)
     monkeypatch.setattr(timing, "open_nvml", lambda i=0: (None, "unavailable: fake (test fixture)"))
     _FakeCupy.calls, _FakeCupy.compiled, _FakeCupy.clock_ms, _FakeCupy.sticky_error, _FakeCupy.limits = [], [], 0.0, "", {}
+    _FakeCupy.loaded, _FakeCupy.built = [], {}
+    import hashlib
+
+    import plugins.measure.device as device
+    from plugins.family.compile import compile_source
+
+    def recorded(source, arch, name="kernel.cu"):  # the real compile (NVRTC on the CPU), remembered for the fake kernels
+        res = compile_source(source, arch, name)
+        _FakeCupy.built[hashlib.sha256(res.cubin).hexdigest()] = source
+        return res
+
+    monkeypatch.setattr(device, "compile_source", recorded)
+    monkeypatch.setattr(device, "CUBIN_DIR", tmp_path_factory.mktemp("cubins"))
     return _FakeCupy
 
 
@@ -752,8 +778,8 @@ def test_gpu_code_paths_on_a_fake_cupy(fake_cupy, tmp_path, scale_fixture, monke
     verdicts = {c.id: gate_candidate(scale_fixture, c, ex, (1, 2, 3)) for c in scale_fixture.all_candidates}
     assert all(v.passed for k, v in verdicts.items() if k != "w_tail")
     assert not verdicts["w_tail"].passed and "NaN" in verdicts["w_tail"].reason
-    assert all(opts[: len(NVRTC_OPTIONS)] == NVRTC_OPTIONS for _, opts in fake_cupy.compiled)
-    assert len(fake_cupy.compiled) == len({c.source for c in scale_fixture.all_candidates}), "each source compiles once"
+    assert fake_cupy.compiled == [], "CuPy compiles no candidate: it loads compile_source's cubins"
+    assert len(fake_cupy.loaded) == len({c.source for c in scale_fixture.all_candidates}), "each source loads once"
     fake_cupy.calls.clear()
 
     monkeypatch.setattr("plugins.measure.capture.find_ncu", lambda: __import__("plugins.measure.capture", fromlist=["x"]).NcuLocation(None, "ncu not found (fake)"))
@@ -768,6 +794,16 @@ def test_gpu_code_paths_on_a_fake_cupy(fake_cupy, tmp_path, scale_fixture, monke
     assert json.loads(out.key_path.read_text())["slip"] == out.slip, "the key records the slip's outcome"
     assert rec["gpu"]["slug"] == "fake-gpu-test-fixture" and rec["provenance"]["cupy"] == "0.0.0-fake"
     assert rec["provenance"]["compile_options"] == list(ex.options)
+    import hashlib
+
+    from plugins.family.compile import compile_source
+
+    for c in scale_fixture.candidates:  # what the GPU loaded is CI's cubin, byte for byte, and the key names it
+        ci = compile_source(c.source, "sm_90", c.path.name).cubin
+        assert ci and ci in fake_cupy.loaded, c.id
+        assert rec["candidates"][c.id]["cubin_sha256"] == hashlib.sha256(ci).hexdigest() and rec["candidates"][c.id]["cubin_arch"] == "sm_90"
+    assert rec["provenance"]["candidate_compile"]["arch"] == "sm_90"
+    assert rec["provenance"]["candidate_compile"]["options"][: len(NVRTC_OPTIONS)] == list(NVRTC_OPTIONS)
     full = rec["provenance"]["compile_options_full"]
     assert full["ours"] == list(ex.options) and full["assembled_by"].startswith("unavailable: CuPy's option assembly")
     assert full["cupy_added"][0].startswith("unavailable: could not read cupy.cuda.compiler")
@@ -902,7 +938,7 @@ def test_slips_come_after_keys_and_respect_the_budget(tmp_path, scale_fixture):
     clock = _Clock()
     taken = []
 
-    def capture(fam, gpu, budget=None, name=None):
+    def capture(fam, gpu, budget=None, name=None, inputs=None):
         from plugins.measure.capture import SlipResult
 
         taken.append((fam.name, budget.left()))
@@ -982,7 +1018,7 @@ def test_slips_are_still_taken_for_families_keyed_before_the_context_died(tmp_pa
     state = {"dead": ""}
     taken = []
 
-    def capture(fam, gpu, budget=None, name=None):
+    def capture(fam, gpu, budget=None, name=None, inputs=None):
         taken.append(fam.name)
         return SlipResult("captured", "", [])
 
@@ -1170,7 +1206,7 @@ def _pass_session(tmp_path, feeds, families_cfg=None, **cfg):
     config = MeasureConfig(out_root=tmp_path / "out", repo=tmp_path / "repo", families_root=FIXTURES, command="t", **cfg)
     taken = []
 
-    def capture(fam, gpu, budget=None, name=None):
+    def capture(fam, gpu, budget=None, name=None, inputs=None):
         from plugins.measure.capture import SlipResult
 
         taken.append((fam.name, name))

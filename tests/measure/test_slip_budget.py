@@ -133,19 +133,20 @@ def _families(n: int):
     return [dataclasses.replace(base, name=f"fam_{i:02d}") for i in range(n)]
 
 
-def test_fifteen_slips_on_fed_durations_skip_what_does_not_fit_and_never_overrun():
+def test_fifteen_slips_on_fed_durations_skip_what_does_not_fit_and_never_overrun(tmp_path):
     clock = Clock()
     durations = iter([7.0, 12.0, 6.0, 15.0, 9.0, 8.0, 11.0, 14.0, 6.5, 10.0, 13.0, 7.5, 9.5, 12.5, 8.5])
     spans: list[tuple[float, float]] = []
 
-    def capture(fam, gpu, budget=None, name=None):  # a FAKE slip: takes the next fed duration of the fake clock
+    def capture(fam, gpu, budget=None, name=None, inputs=None):  # a FAKE slip: takes the next fed duration of the fake clock
         t0 = clock.now
         clock.now += next(durations)
         spans.append((t0, clock.now))
         return SlipResult("captured", "", [f"slips/{gpu}/{fam.name}.csv"])
 
     deadline = clock.now + 120.0
-    cfg = MeasureConfig(out_root=Path("/nonexistent-out (test)"), repo=Path("."), families_root=FIXTURES, command="t", deadline=deadline)
+    cfg = MeasureConfig(out_root=Path("/nonexistent-out (test)"), repo=Path("."), families_root=FIXTURES, command="t", deadline=deadline,
+                        inputs_root=tmp_path)  # the timing inputs' files: the only thing written
     s = MeasureSession(cfg, KeyExecutor(), _timer, gpu={"slug": "fake-test-gpu"}, provenance={}, capture=capture,
                        seeds=lambda n: (1,), new_seed=itertools.count(1).__next__, clock=clock)
     s._write_summary = lambda out: None  # nothing is written for this arithmetic
@@ -209,7 +210,7 @@ class FakeNcu:
 def _ncu_session(tmp_path, fake, clock=None, deadline=None, state=None):
     state = state or ProfilerState()
 
-    def capture(fam, gpu, budget=None, name=None):
+    def capture(fam, gpu, budget=None, name=None, inputs=None):
         return capture_slip(fam.name, ["k0"], gpu, tmp_path, tmp_path, FIXTURES, ncu=NcuLocation("/fake/ncu", "test"),
                             run=fake, python="python3", state=state, budget=budget, name=name)
 
