@@ -42,7 +42,7 @@ dry-run: $(VENV)/.local-model
 
 # The CPU suite in parallel over every family set, then the CPU-stage benchmarks timed serially.
 test: $(VENV)/.local-model
-	$(BIN)/pytest -n $(JOBS) --set all
+	$(BIN)/pytest -n $(JOBS) --set all --benchmark-skip
 	$(BIN)/pytest tests/family/test_bench_cpu.py --benchmark-only --benchmark-json=reports/bench-cpu.json -q
 
 # Every CPU check of one family, one summary line per check (families/README.md):
