@@ -139,9 +139,17 @@ def device_check(importer: Callable[[], Any] | None = None) -> str:
     if not status.available:
         raise RuntimeError(status.reason)
     cp = (importer or import_cupy)()
+    from plugins.measure.device import compute_capability
+    from plugins.measure.targets import unsupported
+
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    raw = props.get("name", b"?")
+    if why := unsupported({"name": raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw),
+                           "compute_capability": compute_capability(cp, props)}):
+        raise RuntimeError(why)
     ensure_cuda_headers(_cuda_path(cp))
     cubin = launch_preflight_kernel(cp)
-    name = cp.cuda.runtime.getDeviceProperties(0).get("name", b"?")
+    name = props.get("name", b"?")
     return (f"{name.decode(errors='replace') if isinstance(name, bytes) else name}: compiled {PREFLIGHT_KERNEL} with "
             f"plugins.family.compile.compile_source for {cubin.arch}, loaded its cubin and launched it")
 

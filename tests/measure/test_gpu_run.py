@@ -522,3 +522,20 @@ def test_the_state_for_a_slips_only_command_is_merged_not_replaced(tmp_path):
     got = {f: json.loads((state / "reports" / "measure" / "fake-test-gpu" / f"{f}.json").read_text()) for f in ("a", "b")}
     assert got["a"]["slip"] == "captured" and got["b"]["slip"] == "captured"
     assert got["b"]["kept"] is True and got["b"]["winner"] == "r_one", "the first pass's key facts stay for the priority order"
+
+
+def test_preflight_stops_on_a_gpu_below_every_family(tmp_path):
+    """A Turing card (7.5) is one message before any work: no compile, no launch."""
+
+    class T4(FakeCupyForPreflight):
+        class cuda(FakeCupyForPreflight.cuda):
+            class runtime(FakeCupyForPreflight.cuda.runtime):
+                @staticmethod
+                def getDeviceProperties(i):
+                    return {"name": b"Tesla T4", "major": 7, "minor": 5}
+
+    FakeCupyForPreflight.loaded.clear()
+    pf = preflight(tmp_path / "out", ROOT, importer=lambda: T4, env={"SPARKTRACE_GIT_COMMIT": "f" * 40}, want_ncu=False)
+    assert pf.status == NO_DEVICE
+    assert "this GPU is Tesla T4, 7.5: SparkTrace's families need compute capability 8.0 or newer" in pf.reason()
+    assert FakeCupyForPreflight.loaded == [], "nothing was compiled or loaded"
