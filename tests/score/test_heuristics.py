@@ -177,7 +177,7 @@ def test_names_and_targets():
     with pytest.raises(HeuristicError, match="heuristic:longest-source"):
         rule_named("heuristic:shortest")
     assert arch_for_key("h200") == "sm_90" and arch_for_key("gb10") == "sm_121"
-    assert arch_for_key("x", {"gpu": {"compute_capability": "10.0"}}) == "sm_100"
+    assert arch_for_key("x", record={"gpu": {"compute_capability": "10.0"}}) == "sm_100"
     assert arch_for_key("unknown") == "sm_90"
     assert set(HEURISTICS) == {f"heuristic:{n}" for n in RULES} and len(RULES) >= 6
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from plugins.family.manifest import load_family
-from plugins.items.prompt import KNOWN_GPUS, render_prompt
+from plugins.items.keys import load_stand_in
+from plugins.items.prompt import render_prompt
 from plugins.items.options import CONDITIONS
 from plugins.score.tally import paired_conditions
 from plugins.site import pages
@@ -166,13 +167,13 @@ def test_measured_key_shows_runtimes_provenance_and_fragile(tmp_path):
 def test_the_slip_section_is_found_in_a_real_prompt():
     fam = load_family(ROOT / "families" / "clamp_smem")
     stand_in = "STAND-IN SLIP TEXT FOR THE SPLITTER (not an ncu export)\nsecond line"
-    prompt = render_prompt(fam, "forward", KNOWN_GPUS["h200"], stand_in)
+    prompt = render_prompt(fam, "forward", load_stand_in().gpu, stand_in)
     before, slip, after = split_prompt(prompt)
     assert before + slip + after == prompt
     assert slip.startswith("## Nsight Compute report") and stand_in in slip
     assert after.startswith("## Your answer") and "Answer: A" in after
-    assert split_prompt(render_prompt(fam, "forward", KNOWN_GPUS["h200"])) == (
-        render_prompt(fam, "forward", KNOWN_GPUS["h200"]), "", "")
+    assert split_prompt(render_prompt(fam, "forward", load_stand_in().gpu)) == (
+        render_prompt(fam, "forward", load_stand_in().gpu), "", "")
 
 
 @pytest.mark.parametrize("text, tolerant, strict, says", [
@@ -225,7 +226,7 @@ def test_a_hostile_trace_is_shown_as_text_and_a_missing_one_is_said(synthetic_ru
     data = json.loads(full.read_text())
     stand_in = "STAND-IN SLIP TEXT (not an ncu export)"
     data["turns"][0]["request"][0]["content"] = render_prompt(load_family(ROOT / "families" / "clamp_smem"), "forward",
-                                                              KNOWN_GPUS["h200"], stand_in)
+                                                              load_stand_in().gpu, stand_in)
     full.write_text(json.dumps(data))
     site = build_site([run_dir], tmp_path / "site", ROOT / "families", ROOT / "slips",
                       items=[synthetic_runs / "items.jsonl"])
