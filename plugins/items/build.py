@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 from plugins.atomicio import write_text_atomic
 from plugins.measure.keyfile import FamilyKey, KeyFileError, key_path, load_key
 from plugins.family.manifest import DEFAULT_SET, SET_CHOICES, Family, SlipCues, discover, selected_sets
-from plugins.items.keys import KeyChoiceError, key_gpu, resolve_key, unknown_gpu_error
+from plugins.items.keys import STAND_IN_PATH, KeyChoiceError, key_gpu, resolve_key, unknown_gpu_error
 from plugins.items.options import CONDITIONS, LETTERS, ORDERS, TASK_WORD, ablated_condition, conditions_of
 from plugins.items.prompt import gpu_of_record, option_order, render_prompt
 from plugins.items.slip import load_slip, render_slip, slip_path
@@ -185,7 +185,8 @@ def build_items(
     if not families_root.is_dir():
         raise FileNotFoundError(f"{families_root}: no such directory; fix: pass the families/ directory")
     key = resolve_key(families_root, key, allow_intended)
-    device = key_gpu(families_root, key)  # what the key's measurements report (the stand-in for its dry run)
+    # what the key's measurements report; the stand-in only for the dry run, which needs a device for every family
+    device = key_gpu(families_root, key, STAND_IN_PATH if allow_intended else None)
     if allow_intended and device is None:
         raise unknown_gpu_error(families_root, key)
     items: list[Item] = []

@@ -66,9 +66,9 @@ def measured_keys(families_root: Path) -> tuple[str, ...]:
     return tuple(sorted({p.stem for p in key_files(families_root)}))
 
 
-def key_gpu(families_root: Path, key: str, stand_in_path: Path = STAND_IN_PATH) -> Gpu | None:
+def key_gpu(families_root: Path, key: str, stand_in_path: Path | None = STAND_IN_PATH) -> Gpu | None:
     """The GPU of `key`: what the first of its measurement records that names a device reported;
-    with none, the stand-in when `key` is the stand-in's key; else None."""
+    with none, the stand-in when `key` is the stand-in's key (`stand_in_path` None: never); else None."""
     for path in key_files(families_root, key):
         try:
             gpu = gpu_of_record(json.loads(path.read_text()))
@@ -76,6 +76,8 @@ def key_gpu(families_root: Path, key: str, stand_in_path: Path = STAND_IN_PATH) 
             continue  # the item builder's load_key names a corrupt file when it reads that family
         if gpu is not None:
             return gpu
+    if stand_in_path is None:
+        return None
     stand_in = load_stand_in(stand_in_path)
     return stand_in.gpu if key == stand_in.key else None
 

@@ -78,6 +78,7 @@ def test_one_measured_key_is_used_several_ask_for_key(fams):
 
 def test_a_keys_gpu_is_its_record_the_stand_in_only_for_its_own_key(fams):
     assert key_gpu(fams, "h200") == load_stand_in().gpu and key_gpu(fams, "gb10") is None
+    assert key_gpu(fams, "h200", stand_in_path=None) is None  # a measured build never reads the stand-in
     write_key(fams / "synth_scale", "h200", device_record("NVIDIA H200", "h200", 132, "9.0", l2_bytes=52428800))
     assert key_gpu(fams, "h200").l2_bytes == 52428800  # a measurement replaces the stand-in
 
