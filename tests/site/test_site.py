@@ -344,3 +344,23 @@ def test_make_report_skips_empty_run_folders_with_a_note(tmp_path, capsys):
     assert "note: " in said and "local: no scored item" in said and "skipped" in said
     assert str(tmp_path / "site" / "index.html") in said
     assert "No run yet" in (tmp_path / "site" / "index.html").read_text()
+
+
+def test_family_pages_size_launch_plans_for_the_keys_recorded_device(tmp_path):
+    """A family page's launch plan uses the device a key file reported (this family's, else any family's
+    of that key), the stand-in only for its own key, and says so when nothing names the device."""
+    from plugins.measure.keyfile import SCHEMA, write_key
+
+    root = tmp_path / "families"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "items" / "synth_scale", root / "synth_scale")
+    # a SYNTHETIC fixture record of another family: only its device part is read here
+    write_key(root / "elsewhere", "b200", {"schema": SCHEMA, "gpu": {"name": "NVIDIA B200", "sm_count": 148,
+                                                                     "compute_capability": "10.0"}})
+    fv = next(f for f in load_families(root, tmp_path / "slips") if f.name == "synth_scale")
+    cand = next(c for c in fv.family.rewrites if c.id == "rw_grid")  # grid = sm_count * 8
+    assert "grid  = sm_count * 8 = 1184\n" in pages.launch_text(fv, cand, "b200", root)  # 148 SMs, from the record
+    assert "grid  = sm_count * 8 = 1056\n" in pages.launch_text(fv, cand, "h200", root)  # the stand-in's 132
+    assert pages.launch_text(fv, cand, "gb10", root) == "(launch plan not shown: no key file names the device of GPU key 'gb10')"
+    assert pages.default_key(root) == "b200"  # the one measured key
+    write_key(root / "elsewhere", "gb10", {"schema": SCHEMA, "gpu": {"name": "NVIDIA GB10", "sm_count": 48}})
+    assert pages.default_key(root) == load_stand_in().key  # several keys: the stand-in's sizes, labelled by key
