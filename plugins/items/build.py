@@ -17,8 +17,9 @@ from typing import Iterable, Sequence
 from plugins.atomicio import write_text_atomic
 from plugins.measure.keyfile import FamilyKey, KeyFileError, key_path, load_key
 from plugins.family.manifest import DEFAULT_SET, SET_CHOICES, Family, SlipCues, discover, selected_sets
-from plugins.items.options import CONDITIONS, DEFAULT_KEY, LETTERS, ORDERS, TASK_WORD, ablated_condition, conditions_of
-from plugins.items.prompt import KNOWN_GPUS, gpu_for, option_order, render_prompt
+from plugins.items.keys import STAND_IN_PATH, KeyChoiceError, key_gpu, resolve_key, unknown_gpu_error
+from plugins.items.options import CONDITIONS, LETTERS, ORDERS, TASK_WORD, ablated_condition, conditions_of
+from plugins.items.prompt import gpu_of_record, option_order, render_prompt
 from plugins.items.slip import load_slip, render_slip, slip_path
 
 
@@ -167,14 +168,15 @@ def _measured_answer(fam: Family, fk: FamilyKey, key: str, where: str) -> tuple[
 
 
 def build_items(
-    families_root: Path, key: str, allow_intended: bool = False, slips_root: Path = Path("slips"),
+    families_root: Path, key: str | None, allow_intended: bool = False, slips_root: Path = Path("slips"),
     sets: tuple[str, ...] | None = (DEFAULT_SET,),
 ) -> tuple[list[Item], list[str]]:
     """Six items per family kept on `key`, plus one note per family (or
     condition) left out and why. Never invents a key: `allow_intended` is the
     explicit dry run on the authors' intended winners (KeyInfo.measured False,
     no runtimes). A relative `slips_root` is taken beside `families_root`.
-    `sets` selects the family sets (None: every set).
+    `sets` selects the family sets (None: every set). `key` None is chosen by
+    plugins.items.keys.resolve_key; the prompts name the GPU its measurement records report.
     """
     families_root = Path(families_root)
     repo = families_root.resolve().parent
@@ -182,6 +184,11 @@ def build_items(
         slips_root = repo / slips_root
     if not families_root.is_dir():
         raise FileNotFoundError(f"{families_root}: no such directory; fix: pass the families/ directory")
+    key = resolve_key(families_root, key, allow_intended)
+    # what the key's measurements report; the stand-in only for the dry run, which needs a device for every family
+    device = key_gpu(families_root, key, STAND_IN_PATH if allow_intended else None)
+    if allow_intended and device is None:
+        raise unknown_gpu_error(families_root, key)
     items: list[Item] = []
     notes: list[str] = [not_measured_banner(key)] if allow_intended else []
     for d in discover(families_root, sets):
@@ -189,8 +196,9 @@ def build_items(
             notes.append(f"{d.name}: not a valid family, no items ({d.error})")
             continue
         fam = d.family
-        if key in KNOWN_GPUS and KNOWN_GPUS[key].compute_capability and not fam.targets_gpu(KNOWN_GPUS[key].compute_capability):
-            notes.append(f"{fam.name}: targets {list(fam.targets)}, not {key} (compute capability {KNOWN_GPUS[key].compute_capability}), no items")
+        cc = device.compute_capability if device is not None else ""
+        if cc and not fam.targets_gpu(cc):
+            notes.append(f"{fam.name}: targets {list(fam.targets)}, not {key} (compute capability {cc}), no items")
             continue
         fk = load_key(fam.path, key)
         if allow_intended:
@@ -215,7 +223,10 @@ def build_items(
                            fragile=fk.fragile, noisy=fk.noisy)
             if fk.fragile:
                 notes.append(f"{fam.name}: kept on {key} but FRAGILE: {fk.fragile_reason}")
-        gpu = gpu_for(key, fk.record if fk is not None else None)
+        gpu = (gpu_of_record(fk.record) if fk is not None else None) or device
+        if gpu is None:
+            raise KeyChoiceError(f"{_rel(fk.path, repo) if fk else key}: field 'gpu' names no device with 'name' and "
+                                 "'sm_count'; fix: re-run the measure pass (its records name the device)")
         info = replace(info, gpu_name=gpu.name, sm_count=gpu.sm_count, compute_capability=gpu.compute_capability)
         digest = family_digest(fam.path)
         report = load_slip(slips_root, key, fam.name)
@@ -304,9 +315,14 @@ class SnapshotCases:
         return list(self.prompts), [it.id.replace("/", "-") for it in self.prompts]  # ids name files
 
     @classmethod
-    def load(cls, root: Path, key: str, families: str = "families", slips: str = "slips",
+    def load(cls, root: Path, key: str | None, families: str = "families", slips: str = "slips",
              sets: tuple[str, ...] | None = (DEFAULT_SET,)) -> "SnapshotCases":
+        """`key` None: the key plugins.items.keys.resolve_key chooses for a dry run."""
         root = Path(root)
+        try:
+            key = resolve_key(root / families, key, intended=True)
+        except KeyChoiceError as exc:
+            return cls("", (), (), f"cannot choose the key for the prompt snapshots: {exc}")
         csvs = sorted((root / slips).glob("*/*.csv"))
         fams = {d.name: d.family for d in discover(root / families, None) if d.family is not None} \
             if csvs and (root / families).is_dir() else {}
@@ -330,11 +346,13 @@ class SnapshotCases:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m plugins.items export --key h200 --out reports/items/h200.jsonl [--key-intended]`"""
+    """`python -m plugins.items export [--key GPU] [--out reports/items/<key>.jsonl] [--key-intended]`"""
     ap = argparse.ArgumentParser(prog="python -m plugins.items", description="Export SparkTrace items as JSONL.")
     sub = ap.add_subparsers(dest="command", required=True)
     ex = sub.add_parser("export", help="build the items for one answer key and write them as JSONL")
-    ex.add_argument("--key", default=DEFAULT_KEY, help=f"whose measurements are the answer key (default: {DEFAULT_KEY})")
+    ex.add_argument("--key", help="whose measurements are the answer key: a GPU key, the slug its measurement files "
+                    "are named by, e.g. h200, rtx-4090 (default: the one GPU key any family has measured; with none, "
+                    "--key-intended uses the stand-in device of prompts/stand-in-gpu.toml)")
     ex.add_argument("--out", type=Path, help="output JSONL (default: reports/items/<key>.jsonl)")
     ex.add_argument("--families", type=Path, default=Path("families"), help="families directory (default: families)")
     ex.add_argument("--set", dest="family_set", default=DEFAULT_SET, choices=SET_CHOICES,
@@ -343,9 +361,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ex.add_argument("--key-intended", action="store_true",
                     help="dry run: use each family's intended winner as the key (NOT measured, not a score)")
     args = ap.parse_args(argv)
+    try:
+        args.key = resolve_key(args.families, args.key, args.key_intended)
+        items, notes = build_items(args.families, args.key, allow_intended=args.key_intended, slips_root=args.slips,
+                                   sets=selected_sets(args.family_set))
+    except KeyChoiceError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 2
     out = args.out or Path("reports", "items", f"{args.key}.jsonl")
-    items, notes = build_items(args.families, args.key, allow_intended=args.key_intended, slips_root=args.slips,
-                               sets=selected_sets(args.family_set))
     kind = "NOT MEASURED (intended winners, dry run)" if args.key_intended else "measured"
     if not items:
         lines = [f"no item on key {args.key} ({kind}, set {args.family_set}): nothing written to {out}"]

@@ -10,7 +10,7 @@ import functools
 
 import pytest
 
-from plugins.items.build import DEFAULT_KEY, SnapshotCases
+from plugins.items.build import SnapshotCases
 
 CASES = pytest.StashKey[SnapshotCases]()
 
@@ -41,7 +41,7 @@ def text_extension() -> type:
 def _cases(config: pytest.Config) -> SnapshotCases:
     """Loaded on first use, so sessions without snapshot tests never render prompts."""
     if CASES not in config.stash:
-        key = config.getoption("st_key", default=None) or DEFAULT_KEY
+        key = config.getoption("st_key", default=None)  # None: plugins.items.keys.resolve_key chooses
         # Every set, whatever --set says: a snapshot belongs to its family, and a
         # set left out would read to syrupy as snapshots gone unused.
         config.stash[CASES] = SnapshotCases.load(config.rootpath, key, config.getoption("families_root", default="families"), sets=None)

@@ -5,7 +5,6 @@ none of them should import the others for a constant.
 """
 from __future__ import annotations
 
-DEFAULT_KEY = "h200"  # the committed answer key: measurements/<DEFAULT_KEY>.json
 # The classic and hard sets' conditions: the third deletes the bank-conflict rows.
 CONDITIONS = ("source", "full", "no-conflicts")
 # The third condition per set: the diagnose set deletes each family's declared cue rows

@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 from plugins.items.options import LETTERS, ORDERS
 from plugins.family.manifest import Candidate, Family
 from plugins.family.plan import Number
+from plugins.measure.provenance import is_unavailable
 
 TEMPLATE_PATH = Path(__file__).resolve().parents[2] / "prompts" / "template.md"
 IF_SLIP, END_IF = "[[if slip]]", "[[end if]]"
@@ -32,36 +33,67 @@ class PromptError(ValueError):
 
 @dataclass(frozen=True)
 class Gpu:
-    """The target GPU as the prompt names it; sm_count sizes persistent grids."""
+    """The target GPU as the prompt names it, from what the device reported; sm_count sizes
+    persistent grids. l2_bytes and dram_bytes_per_s stay unrounded (None: not reported)."""
 
     name: str
     sm_count: int
     compute_capability: str = ""
+    l2_bytes: int | None = None
+    dram_bytes_per_s: float | None = None
 
     @property
     def label(self) -> str:
-        cc = f", compute capability {self.compute_capability}" if self.compute_capability else ""
-        return f"{self.name} ({self.sm_count} SMs{cc})"
+        """'NVIDIA H200 (132 SMs, compute capability 9.0, 50 MB L2, about 4.8 TB/s DRAM)'; a fact the
+        record lacks is left out, so a record of name, SMs and capability reads as before."""
+        parts = [f"{self.sm_count} SMs"]
+        if self.compute_capability:
+            parts.append(f"compute capability {self.compute_capability}")
+        if self.l2_bytes:
+            parts.append(f"{l2_text(self.l2_bytes)} L2")
+        if self.dram_bytes_per_s:
+            parts.append(f"about {bandwidth_class(self.dram_bytes_per_s)} DRAM")
+        return f"{self.name} ({', '.join(parts)})"
 
 
-# Device facts (not measurements) for keys that may have no measurement file yet.
-KNOWN_GPUS: dict[str, Gpu] = {
-    "h200": Gpu("NVIDIA H200", 132, "9.0"),
-    "gb10": Gpu("NVIDIA GB10", 48, "12.1"),
-}
+def l2_text(l2_bytes: int) -> str:
+    """50 MB for 52428800 bytes (MB as the driver's l2CacheSize counts them, 2**20 bytes); 512 KB under 1 MB."""
+    if l2_bytes < 2**20:
+        return f"{round(l2_bytes / 2**10)} KB"
+    return f"{l2_bytes / 2**20:.1f}".removesuffix(".0") + " MB"
 
 
-def gpu_for(key: str, record: Mapping | None = None) -> Gpu:
-    """The GPU of a measurement record, else the known facts for the key's slug."""
-    if record is not None and isinstance(record.get("gpu"), Mapping):
-        g = record["gpu"]
-        if g.get("name") and g.get("sm_count"):
-            return Gpu(str(g["name"]), int(g["sm_count"]), str(g.get("compute_capability", "")))
-    if key in KNOWN_GPUS:
-        return KNOWN_GPUS[key]
-    raise PromptError(
-        f"GPU key {key!r}: no measurement names its device and it is not one of {sorted(KNOWN_GPUS)}; "
-        "fix: measure a family on it first, or add its name and SM count to KNOWN_GPUS in plugins/items/prompt.py"
+def bandwidth_class(bytes_per_s: float) -> str:
+    """The bandwidth rounded for reading: one decimal in TB/s from 1 TB/s, else two significant digits in GB/s."""
+    if bytes_per_s >= 0.995e12:
+        return f"{bytes_per_s / 1e12:.1f} TB/s"
+    return f"{float(f'{bytes_per_s / 1e9:.2g}'):g} GB/s"
+
+
+def dram_bytes_per_s(mem_clock_max_mhz: float, memory_bus_width_bits: int) -> float:
+    """Peak DRAM bandwidth from the reported memory clock and bus width: two transfers per clock."""
+    return 2 * float(mem_clock_max_mhz) * 1e6 * int(memory_bus_width_bits) / 8
+
+
+def _positive(v: object) -> bool:
+    """A reported number (a field the device could not report reads 'unavailable: ...')."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+
+
+def gpu_of_record(record: Mapping | None) -> Gpu | None:
+    """The GPU a measurement record's "gpu" dict names (what the device reported), or None
+    when the record names no device with an SM count."""
+    g = record.get("gpu") if isinstance(record, Mapping) else None
+    if not isinstance(g, Mapping) or not g.get("name") or not _positive(g.get("sm_count")):
+        return None
+    cc = g.get("compute_capability", "")
+    clock, width = g.get("mem_clock_max_mhz"), g.get("memory_bus_width_bits")
+    return Gpu(
+        name=str(g["name"]),
+        sm_count=int(g["sm_count"]),
+        compute_capability=cc if isinstance(cc, str) and not is_unavailable(cc) else "",
+        l2_bytes=int(g["l2_bytes"]) if _positive(g.get("l2_bytes")) else None,
+        dram_bytes_per_s=dram_bytes_per_s(clock, width) if _positive(clock) and _positive(width) else None,
     )
 
 

@@ -40,12 +40,13 @@ def _end_with(parent: int):
 
 def local_args(args: list[str], root: Path = Path(".")) -> tuple[list[str], str]:
     """The pytest arguments `make run` scores the local model with, and a line saying which key:
-    the measured key when any family has items on it, else the intended winners (labelled)."""
+    the measured key when any family has items on it, else the intended winners (labelled). Without
+    --key the key is plugins.items.keys.resolve_key's: the one GPU key measured, else the stand-in's."""
     from plugins.family.manifest import DEFAULT_SET, selected_sets
     from plugins.items.build import build_items
-    from plugins.items.options import DEFAULT_KEY
+    from plugins.items.keys import KeyChoiceError, resolve_key
 
-    key, family_set, rest = DEFAULT_KEY, DEFAULT_SET, []
+    key, family_set, rest = None, DEFAULT_SET, []
     it = iter(args)
     for a in it:
         if a in ("--key", "--set"):
@@ -58,6 +59,10 @@ def local_args(args: list[str], root: Path = Path(".")) -> tuple[list[str], str]
             key, family_set = (value, family_set) if name == "--key" else (key, value)
         else:
             rest.append(a)
+    try:  # several measured keys and no --key: one error listing them
+        key = resolve_key(Path(root, "families"), key, intended=True)
+    except KeyChoiceError as exc:
+        raise SystemExit(f"{exc}; {USAGE}") from None
     items, _ = build_items(Path(root, "families"), key, sets=selected_sets(family_set))
     common = ["-v", "--model", "local", "--key", key, f"--set={family_set}"]
     if items:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from plugins.family.manifest import FamilyError, load_family
-from plugins.items.options import DEFAULT_KEY, LETTERS, ORDERS
+from plugins.items.options import LETTERS, ORDERS
 from plugins.score.heuristics import PREFIX, RULES, HeuristicError, arch_for_key, choose, rule_named, trace
 from plugins.score.modelapi import Completion, FatalModelError, GenerateConfig, Message, ModelAPI
 
@@ -70,7 +70,7 @@ class HeuristicBaseline:
 
     base_url = ""
 
-    def __init__(self, name: str, families_root: Path = Path("families"), key: str = DEFAULT_KEY,
+    def __init__(self, name: str, families_root: Path = Path("families"), key: str | None = None,
                  item_id: str | None = None):
         self.rule = rule_named(name)
         self.name = PREFIX + self.rule.name
@@ -91,7 +91,7 @@ class HeuristicBaseline:
             fam = load_family(self.families_root / parts[0])
         except (FamilyError, OSError) as exc:
             raise FatalModelError(f"{self.name}: cannot read family {parts[0]!r} under {self.families_root}: {exc}") from None
-        arch = arch_for_key(self.key)
+        arch = arch_for_key(self.key, self.families_root)
         letter, values = choose(self.rule, fam, parts[2], arch)
         return Completion(text=trace(self.rule, letter, values, arch), model=self.model_id,
                           latency_s=time.perf_counter() - t0)
@@ -105,8 +105,9 @@ def is_heuristic(name: str | None) -> bool:
     return bool(name) and str(name).startswith(PREFIX)
 
 
-def make_heuristic(name: str, families_root: Path = Path("families"), key: str = DEFAULT_KEY) -> HeuristicBaseline:
-    """Raises HeuristicError naming the known heuristics when `name` is not one."""
+def make_heuristic(name: str, families_root: Path = Path("families"), key: str | None = None) -> HeuristicBaseline:
+    """Raises HeuristicError naming the known heuristics when `name` is not one. `key` None: the key
+    plugins.items.keys.resolve_key chooses for a dry run, when the rule needs the GPU."""
     return HeuristicBaseline(name, families_root, key)
 
 

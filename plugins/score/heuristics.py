@@ -30,8 +30,9 @@ from plugins.family.compile import ARCHS
 from plugins.family.manifest import DEFAULT_SET, SET_CHOICES, Candidate, Family, discover, selected_sets
 from plugins.family.sass import KernelProfile
 from plugins.items.build import build_items
-from plugins.items.options import DEFAULT_KEY, LETTERS, ORDERS
-from plugins.items.prompt import KNOWN_GPUS, option_order
+from plugins.items.keys import KeyChoiceError, key_gpu, resolve_key
+from plugins.items.options import LETTERS, ORDERS
+from plugins.items.prompt import option_order
 
 PREFIX = "heuristic:"
 DEFAULT_ARCH = "sm_90"
@@ -133,14 +134,19 @@ def pick(rule: Rule, options: Sequence[OptionFacts], start_code: str) -> tuple[i
     return tied[0], values
 
 
-def arch_for_key(key: str, record: Mapping | None = None) -> str:
-    """The compile target whose binary stands for a key's GPU: its compute
-    capability when it is one of ARCHS, else sm_90 (stated in every trace)."""
+def arch_for_key(key: str | None, families_root: Path = Path("families"), record: Mapping | None = None) -> str:
+    """The compile target whose binary stands for a key's GPU: the compute capability its
+    measurement records report (`key` None: the key a dry run would choose) when it is one of
+    ARCHS, else sm_90 (stated in every trace)."""
     cc = ""
     if record is not None and isinstance(record.get("gpu"), Mapping):
         cc = str(record["gpu"].get("compute_capability", ""))
-    if not cc and key in KNOWN_GPUS:
-        cc = KNOWN_GPUS[key].compute_capability
+    if not cc:
+        try:
+            gpu = key_gpu(families_root, resolve_key(families_root, key, intended=True))
+        except KeyChoiceError:  # several measured keys and none chosen, or an unreadable stand-in
+            gpu = None
+        cc = gpu.compute_capability if gpu is not None else ""
     arch = "sm_" + cc.replace(".", "") if cc else ""
     return arch if arch in ARCHS else DEFAULT_ARCH
 
@@ -283,10 +289,12 @@ def table_markdown(rows: Sequence[tuple], key: str, measured: bool, arch: str, f
     return "\n".join(lines)
 
 
-def readme_block(families_root: Path, key: str = DEFAULT_KEY, family_set: str = "all") -> str:
+def readme_block(families_root: Path, key: str | None = None, family_set: str = "all") -> str:
     """The tables the README shows, one per family set (each scored on its own 30
-    source items): the intended key, and the measured key once one exists."""
-    arch = arch_for_key(key)
+    source items): the intended key, and the measured key once one exists (`key` None:
+    plugins.items.keys.resolve_key's choice for a dry run)."""
+    key = resolve_key(families_root, key, intended=True)
+    arch = arch_for_key(key, families_root)
     blocks = []
     for one_set in selected_sets(family_set):
         sets = (one_set,)
@@ -315,17 +323,21 @@ def splice(readme: str, block: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m plugins.score.heuristics [--key h200] [--set all] [--readme README.md]`:
+    """`python -m plugins.score.heuristics [--key GPU] [--set all] [--readme README.md]`:
     every heuristic's score on the source items of the intended key, and of the
     measured key when one exists."""
     ap = argparse.ArgumentParser(prog="python -m plugins.score.heuristics", description=main.__doc__.splitlines()[0])
     ap.add_argument("--families", type=Path, default=Path("families"))
-    ap.add_argument("--key", default=DEFAULT_KEY)
+    ap.add_argument("--key", help="the GPU key (default: the one measured, else the dry run's stand-in key)")
     ap.add_argument("--set", dest="st_set", default="all", choices=SET_CHOICES,
                     help="which family sets (default: all, one table each)")
     ap.add_argument("--readme", type=Path, help="rewrite the block between the heuristics markers of this file")
     args = ap.parse_args(argv)
-    text = readme_block(args.families, args.key, args.st_set)
+    try:
+        text = readme_block(args.families, args.key, args.st_set)
+    except KeyChoiceError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 2
     if args.readme is not None:
         write_text_atomic(args.readme, splice(args.readme.read_text(), text))
     sys.stdout.write(text + "\n")

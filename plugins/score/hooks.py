@@ -9,7 +9,7 @@ import functools
 
 import pytest
 
-from plugins.score.session import DEFAULT_KEY, RunStopped, ScoringConfigError, ScoringSession, options_from
+from plugins.score.session import RunStopped, ScoringConfigError, ScoringSession, options_from
 
 SESSION = pytest.StashKey[ScoringSession]()
 
@@ -31,7 +31,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "reasoning_style=reasoning_effort, api=anthropic, api_key_header=x-api-key, context_tokens=32768")
     g.addoption("--registry", dest="st_registry", metavar="PATH", help="model registry (default: models.toml)")
     g.addoption("--key", dest="st_key", metavar="GPU",
-                help=f"whose measurements are the answer key (default: {DEFAULT_KEY})")
+                help="whose measurements are the answer key: a GPU key, the slug its measurement files are named "
+                     "by, e.g. h200, rtx-4090 (default: the one GPU key any family has measured; with none, "
+                     "--key-intended uses the stand-in device of prompts/stand-in-gpu.toml)")
     g.addoption("--key-intended", dest="st_key_intended", action="store_true",
                 help="dry run on each family's intended winner (not measured; not a score)")
     g.addoption("--items", dest="st_items", metavar="PATH", help="load items from this JSONL instead of building them")

@@ -37,7 +37,7 @@ from inspect_ai.solver import TaskState, generate
 
 from plugins.family.manifest import DEFAULT_SET, selected_sets
 from plugins.items.build import Item, build_items, read_jsonl
-from plugins.items.options import DEFAULT_KEY
+from plugins.items.keys import resolve_key
 from plugins.score.report import unmeasured_banner
 from plugins.score.session import PluginExtractor
 from plugins.score.tally import mcnemar_exact, outcome_of
@@ -73,7 +73,7 @@ def outcome_for(expected: str, text: str | None, stop_reason: str | None, output
     return Outcome(outcome_of(expected, letter), letter, strict)
 
 
-def load_task_items(items: str | Path | None, key: str, family_set: str, key_intended: bool,
+def load_task_items(items: str | Path | None, key: str | None, family_set: str, key_intended: bool,
                     families: str | Path) -> list[Item]:
     """The export's items (a JSONL path), else the items built from families/ on the key."""
     if items:
@@ -82,8 +82,9 @@ def load_task_items(items: str | Path | None, key: str, family_set: str, key_int
         where = str(path)
     else:
         root = Path(families)
-        found, notes = build_items(root if root.is_absolute() else REPO / root, key, allow_intended=key_intended,
-                                   sets=selected_sets(family_set))
+        root = root if root.is_absolute() else REPO / root
+        key = resolve_key(root, key, key_intended)  # None: the one measured key, or the stand-in's for a dry run
+        found, notes = build_items(root, key, allow_intended=key_intended, sets=selected_sets(family_set))
         for n in notes:
             log.info("%s", n)
         where = f"{families} on key {key}"
@@ -210,9 +211,10 @@ def sparktrace_letter():
     return score
 
 
-def sparktrace_task(items: str | None = None, key: str = DEFAULT_KEY, family_set: str = DEFAULT_SET,
+def sparktrace_task(items: str | None = None, key: str | None = None, family_set: str = DEFAULT_SET,
                     key_intended: bool = False, passes: int = 1, families: str = "families") -> Task:
-    """The task: `items` (an export's JSONL) or the items built on `key` from `families`."""
+    """The task: `items` (an export's JSONL) or the items built on `key` from `families` (None: the
+    one GPU key measured, or the stand-in's key with key_intended; plugins.items.keys.resolve_key)."""
     found = load_task_items(items, key, family_set, key_intended, families)
     metadata: dict[str, Any] = {"sparktrace_key": sorted({it.key.gpu for it in found}),
                                 "sparktrace_key_measured": all(it.key.measured for it in found)}

@@ -15,7 +15,8 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from plugins.family.manifest import DEFAULT_SET, selected_sets
 from plugins.items.build import Item, build_items, read_jsonl
-from plugins.items.options import DEFAULT_KEY, LETTERS, ORDERS, conditions_of  # DEFAULT_KEY: --key overrides
+from plugins.items.keys import KeyChoiceError, resolve_key
+from plugins.items.options import LETTERS, ORDERS, conditions_of
 from plugins.score.modelapi import (
     Completion,
     ContextOverflowError,
@@ -90,7 +91,7 @@ class Options:
     model_key_env: str | None = None
     model_sets: tuple[str, ...] = ()  # --model-set FIELD=VALUE: registry fields for --model-url or an entry
     registry: Path | None = None
-    key: str | None = None  # None: DEFAULT_KEY, or whatever --items carries
+    key: str | None = None  # None: plugins.items.keys.resolve_key's choice, or whatever --items carries
     key_intended: bool = False
     items_path: Path | None = None
     passes: int = 1
@@ -117,7 +118,19 @@ class Options:
 
     @property
     def key_gpu(self) -> str:
-        return self.key or DEFAULT_KEY
+        """--key, else the one GPU key measured, else (--key-intended) the stand-in's key; one clear error otherwise."""
+        try:
+            return resolve_key(Path(self.rootdir, self.families_root), self.key, self.key_intended)
+        except KeyChoiceError as exc:
+            raise ScoringConfigError(str(exc)) from None
+
+    @property
+    def key_label(self) -> str:
+        """The key for a message, never an error (with --items the items name their own key)."""
+        try:
+            return self.key_gpu
+        except ScoringConfigError:
+            return self.key or "(none chosen)"
 
     @property
     def resolved_run_dir(self) -> Path:
@@ -208,7 +221,8 @@ def resolve_model(opts: Options) -> ModelInfo:
         from plugins.score.heuristics import HeuristicError
 
         try:  # a heuristic reads the families and their binaries for the chosen key
-            probe = make_heuristic(str(opts.model), Path(opts.rootdir, opts.families_root), opts.key_gpu)
+            key = opts.key if opts.items_path is not None else opts.key_gpu  # --items: the items name theirs
+            probe = make_heuristic(str(opts.model), Path(opts.rootdir, opts.families_root), key)
         except HeuristicError as exc:
             raise ScoringConfigError(str(exc)) from None
         return ModelInfo(probe.name, probe.model_id, "", GenerateConfig(),
@@ -303,12 +317,13 @@ def load_items(opts: Options) -> tuple[list[Item], list[str]]:
             raise ScoringConfigError(f"--items: {exc}") from None
         check_items(items, str(path), opts)
         return items, []
+    key = opts.key_gpu
     try:
-        items, notes = build_items(Path(opts.rootdir, opts.families_root), opts.key_gpu, allow_intended=opts.key_intended,
+        items, notes = build_items(Path(opts.rootdir, opts.families_root), key, allow_intended=opts.key_intended,
                                    sets=opts.sets)
     except (OSError, ValueError) as exc:  # a missing folder, a corrupt key file: the builder's own message
-        raise ScoringConfigError(f"building items from {opts.families_root} on key {opts.key_gpu}: {exc}") from None
-    check_items(items, f"{opts.families_root} on key {opts.key_gpu}", opts)
+        raise ScoringConfigError(f"building items from {opts.families_root} on key {key}: {exc}") from None
+    check_items(items, f"{opts.families_root} on key {key}", opts)
     return list(items), list(notes)
 
 
@@ -588,7 +603,7 @@ class ScoringSession:
             return self.cases, [c.id for c in self.cases]
         if not self.opts.enabled:
             return [], ["no --model given: pass --model NAME (or --model-url URL --model-id ID) to score a model"]
-        return [], [f"no item was built for key {self.opts.key_gpu}; see the notes at the end of the run"]
+        return [], [f"no item was built for key {self.opts.key_label}; see the notes at the end of the run"]
 
     def model(self) -> ModelAPI:
         if self._model is None:
@@ -663,7 +678,7 @@ class ScoringSession:
 
         reps = self.reports()
         if not reps:
-            return list(no_items_lines(self.opts.name, self.opts.key_gpu, self.notes, built=len(self.cases)))
+            return list(no_items_lines(self.opts.name, self.opts.key_label, self.notes, built=len(self.cases)))
         md, js = write_report(reps, self.opts.resolved_run_dir)
         return [*reports_lines(reps), f"written: {md} and {js}"]
 

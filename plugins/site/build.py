@@ -8,6 +8,7 @@ another. A folder not built by this command is never replaced.
 from __future__ import annotations
 
 import argparse
+import functools
 import shutil
 import sys
 import tempfile
@@ -134,11 +135,12 @@ class Site:
             path = pages.family_path(fv.name)
             root = pages.relpath_root(path)
             using = [r for r in self.runs if any(t.record.family == fv.name for t in r.traces)]
-            gpus = sorted({k.gpu for k in fv.keys} | {s.gpu for s in fv.slips}) or ["h200"]
+            gpus = sorted({k.gpu for k in fv.keys} | {s.gpu for s in fv.slips}) or [pages.default_key(self.index.families_root)]
             self.page("family.html.j2", path, using, f"{fv.name}: SparkTrace family", fv=fv,
                       CONDITIONS=conditions_of(fv.set) if fv.family else CONDITIONS,
                       panels=pages.key_panels(fv), results=pages.results_for_family(using, fv.name, root),
-                      launch_gpu=gpus[0], launch_text=pages.launch_text, run_path=pages.run_path)
+                      launch_gpu=gpus[0], launch_text=functools.partial(pages.launch_text, families_root=self.index.families_root),
+                      run_path=pages.run_path)
 
     def build(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)

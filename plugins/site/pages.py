@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from plugins.items.options import ALL_CONDITIONS, ORDERS, ablated_condition, conditions_for
-from plugins.items.prompt import gpu_for, launch_plan_text
+from plugins.items.keys import KeyChoiceError, key_gpu, load_stand_in, resolve_key
+from plugins.items.prompt import gpu_of_record, launch_plan_text
 from plugins.score.extract import strict_letter
 from plugins.score.report import unmeasured_banner
 from plugins.score.groups import GroupScore
@@ -507,7 +508,7 @@ def item_page(run: Run, t: Trace, index: ItemIndex, families: Sequence[FamilyVie
         run=run, trace=t, prompt=prompt, prompt_parts=split_prompt(prompt), turns=turns,
         explanation=explain_letters(rec.chosen, rec.strict, turns[-1].response if turns else None, rec.outcome),
         options=options, match_note=m.note, verified=m.verified, key=key,
-        key_gpu_name=gpu_name(families, rec.key) if rec.key_measured else _known_gpu(rec.key),
+        key_gpu_name=gpu_name(families, rec.key) if rec.key_measured else _dry_run_gpu(families, rec.key),
         fragile=(None if not rec.key_measured else
                  True if rec.key_fragile or fragile_of(key) or (kv is not None and kv.fragile) else
                  fragile_of(key) if fragile_of(key) is not None else (kv.fragile if kv else None)),
@@ -522,11 +523,24 @@ def _runtimes_svg(bars: tuple[charts.Bar, ...]) -> str:
     return charts.runtimes_chart(bars, prefix="item-runtimes")
 
 
-def _known_gpu(key: str) -> str:
+def _dry_run_gpu(families: Sequence[FamilyView], key: str) -> str:
+    """The device an unmeasured key's prompts named: a key file's, the stand-in's for its key, else the slug."""
+    name = gpu_name(families, key)
+    if name != key:
+        return name
     try:
-        return gpu_for(key).name
-    except ValueError:
+        stand_in = load_stand_in()
+    except KeyChoiceError:
         return key
+    return stand_in.gpu.name if key == stand_in.key else key
+
+
+def default_key(families_root: Path) -> str:
+    """The key a family page sizes launch plans for when the family has none: the dry run's choice."""
+    try:
+        return resolve_key(families_root, None, intended=True)
+    except KeyChoiceError:  # several measured keys: any page may show the stand-in's sizes, labelled by key
+        return load_stand_in().key
 
 
 def ordered_traces(run: Run) -> list[Trace]:
@@ -634,11 +648,19 @@ def _f(v: Any) -> float | None:
         return None
 
 
-def launch_text(fv: FamilyView, cand, gpu: str) -> str:
-    """The launch plan as the prompt prints it, sized for `gpu` (its key file names the device)."""
+def launch_text(fv: FamilyView, cand, gpu: str, families_root: Path | None = None) -> str:
+    """The launch plan as the prompt prints it, sized for `gpu`: the device its key file (or, with
+    `families_root`, any family's key file of that slug) reported, the stand-in for the dry run's key."""
     kv = fv.key(gpu)
+    device = gpu_of_record(kv.key.record) if kv and kv.key else None
     try:
-        return launch_plan_text(fv.family, cand, gpu_for(gpu, kv.key.record if kv and kv.key else None))
+        device = device or (key_gpu(families_root, gpu) if families_root is not None else None)
+        if device is None:
+            stand_in = load_stand_in()
+            device = stand_in.gpu if gpu == stand_in.key else None
+        if device is None:
+            return f"(launch plan not shown: no key file names the device of GPU key {gpu!r})"
+        return launch_plan_text(fv.family, cand, device)
     except ValueError as exc:
         return f"(launch plan not shown: {exc})"
 

@@ -17,10 +17,11 @@ from layout_slips import cue_report
 from plugins.family.manifest import DIAGNOSE_SET, FamilyError, load_family
 from plugins.items.build import build_items, condition_slips, write_jsonl
 from plugins.items.options import ORDERS
-from plugins.items.prompt import KNOWN_GPUS, render_prompt
+from plugins.items.keys import load_stand_in
+from plugins.items.prompt import render_prompt
 
 GROUPS = Path(__file__).parents[1] / "fixtures" / "datagroups"
-GPU = KNOWN_GPUS["h200"]
+GPU = load_stand_in().gpu  # the dry run's device, prompts/stand-in-gpu.toml
 
 
 def _words(value) -> list[str]:

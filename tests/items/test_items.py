@@ -268,7 +268,13 @@ def test_snapshot_cases(repo):
     assert [(c.gpu, c.family, c.variant) for c in cases.slips] == [("h200", "synth_scale", "full"), ("h200", "synth_scale", "no-conflicts")]
     assert [it.id for it in cases.prompts] == [f"synth_scale/{c}/{o}" for c in CONDITIONS for o in ORDERS]
     assert cases.cases("prompt_case")[1][0] == "synth_scale-source-forward"  # ids name snapshot files: no '/'
+    unknown = SnapshotCases.load(repo, "gb10")  # no record names its device, and it is not the stand-in
+    assert "key 'gb10': no measurement" in unknown.error and "--key" in unknown.error and unknown.prompts == ()
+    gb10 = {**synthetic_measurement(SYNTH_TIMES_MS), "gpu": {"name": "NVIDIA GB10", "slug": "gb10",
+                                                            "compute_capability": "12.1", "sm_count": 48}}
+    (repo / "families" / "synth_scale" / "measurements" / "gb10.json").write_text(json.dumps(gb10))
     other = SnapshotCases.load(repo, "gb10")
+    assert "Target GPU: NVIDIA GB10 (48 SMs, compute capability 12.1)" in other.prompts[0].prompt
     assert other.slips[-1].skip == "no slip captured on gb10 yet: run the measure pass on a GPU"
     assert [it.id for it in other.prompts] == ["synth_scale/source/forward", "synth_scale/source/mirror"]
     (repo / "families" / "synth_scale" / "measurements" / "h200.json").write_text("{not json")

@@ -6,23 +6,23 @@ from pathlib import Path
 
 import pytest
 
-from plugins.items.build import DEFAULT_KEY, LETTERS, ORDERS
+from plugins.items.build import LETTERS, ORDERS
+from plugins.items.keys import load_stand_in
 from plugins.family.manifest import load_family
 from plugins.items.slip import CONFLICT_WORDS
 from plugins.items.prompt import (
-    KNOWN_GPUS,
     TEMPLATE_PATH,
     Gpu,
     PromptError,
     check_template,
-    gpu_for,
+    gpu_of_record,
     option_order,
     render_prompt,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 SYNTH = Path(__file__).parents[1] / "fixtures" / "items" / "synth_scale"
-GPU = KNOWN_GPUS[DEFAULT_KEY]
+GPU = load_stand_in().gpu  # the dry run's device, prompts/stand-in-gpu.toml
 # A number followed by a time unit, e.g. "0.621 ms", "980us", "3 µs".
 RUNTIME = re.compile(r"\d(?:[\d,]*\.?\d*)\s*(?:ms|µs|us|ns|msec|usec|seconds?|secs?)\b", re.IGNORECASE)
 ENDING = "end with one line and nothing after it: Answer: A, Answer: B, Answer: C or Answer: D.\n"
@@ -99,7 +99,7 @@ def test_synthetic_prompt_strips_comments_and_shows_plans():
     assert "What it computes: Synthetic test family: out[i] = a * x[i] for n fp32 values." in prompt
     assert "- out: float32 output, n / 1 = 1048576 elements" in prompt  # family.toml says n // 1
     assert "sm_count * 8 = 1056" in prompt
-    assert "sm_count * 8 = 384" in render_prompt(fam, "forward", KNOWN_GPUS["gb10"])
+    assert "sm_count * 8 = 384" in render_prompt(fam, "forward", Gpu("NVIDIA GB10", 48, "12.1"))
 
 
 def test_mirror_reverses_the_options():
@@ -137,12 +137,31 @@ def test_template_placeholders_are_checked():
         check_template(text.replace("[[if slip]]", ""))
 
 
-def test_gpu_from_record_known_or_error():
+def test_gpu_from_record_or_none():
     rec = {"gpu": {"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}}
-    assert gpu_for("h200", rec) == Gpu("NVIDIA H200", 132, "9.0")
-    assert gpu_for("gb10") == KNOWN_GPUS["gb10"]
-    with pytest.raises(PromptError, match="KNOWN_GPUS"):
-        gpu_for("mystery")
+    assert gpu_of_record(rec) == Gpu("NVIDIA H200", 132, "9.0")
+    assert gpu_of_record(rec).label == "NVIDIA H200 (132 SMs, compute capability 9.0)"  # the dry run's line
+    assert gpu_of_record({"gpu": {"slug": "h200"}}) is None and gpu_of_record(None) is None
+    odd = {"gpu": {"name": "NVIDIA X", "sm_count": 10, "compute_capability": "unavailable: no driver",
+                   "l2_bytes": "unavailable: no driver", "mem_clock_max_mhz": 1000}}
+    assert gpu_of_record(odd) == Gpu("NVIDIA X", 10)  # unreported fields are left out, never guessed
+
+
+def test_label_adds_l2_and_the_dram_class_where_reported():
+    """The device's reported L2 and peak DRAM bandwidth (2 x memory clock x bus width) join the Target GPU
+    line, rounded for reading; the record keeps them unrounded."""
+    rec = {"gpu": {"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0", "l2_bytes": 52428800,
+                   "mem_clock_max_mhz": 3200, "memory_bus_width_bits": 6144}}
+    gpu = gpu_of_record(rec)
+    assert gpu.l2_bytes == 52428800 and gpu.dram_bytes_per_s == 2 * 3200e6 * 6144 / 8
+    assert gpu.label == "NVIDIA H200 (132 SMs, compute capability 9.0, 50 MB L2, about 4.9 TB/s DRAM)"
+    lpddr = Gpu("NVIDIA GB10", 48, "12.1", l2_bytes=24 * 2**20 + 2**19, dram_bytes_per_s=2 * 4266e6 * 256 / 8)
+    assert lpddr.label == "NVIDIA GB10 (48 SMs, compute capability 12.1, 24.5 MB L2, about 270 GB/s DRAM)"
+    assert Gpu("G", 2, l2_bytes=512 * 1024).label == "G (2 SMs, 512 KB L2)"
+    no_width = {"gpu": {**rec["gpu"], "memory_bus_width_bits": None}}
+    assert gpu_of_record(no_width).label == "NVIDIA H200 (132 SMs, compute capability 9.0, 50 MB L2)"
+    prompt = render_prompt(load_family(SYNTH), "forward", gpu)
+    assert "Target GPU: NVIDIA H200 (132 SMs, compute capability 9.0, 50 MB L2, about 4.9 TB/s DRAM)\n" in prompt
 
 
 @pytest.mark.parametrize(

@@ -172,12 +172,20 @@ def test_feature_helpers():
     assert keep_markers("Bookkeeping is not a marker; keepsake neither") == 0
 
 
-def test_names_and_targets():
+def test_names_and_targets(tmp_path):
+    from plugins.measure.keyfile import SCHEMA, write_key
+
     assert rule_named("heuristic:fewest-barriers").name == "fewest-barriers"
     with pytest.raises(HeuristicError, match="heuristic:longest-source"):
         rule_named("heuristic:shortest")
-    assert arch_for_key("h200") == "sm_90" and arch_for_key("gb10") == "sm_121"
-    assert arch_for_key("x", {"gpu": {"compute_capability": "10.0"}}) == "sm_100"
+    root = tmp_path / "families"
+    shutil.copytree(SYNTH, root / "synth_scale")
+    assert arch_for_key("h200", root) == "sm_90" and arch_for_key("gb10", root) == "sm_90"  # gb10: nothing names it
+    # a key's compute capability is what its measurement record reports (the measure stage's writer)
+    write_key(root / "synth_scale", "gb10", {"schema": SCHEMA, "gpu": {"name": "NVIDIA GB10", "sm_count": 48,
+                                                                        "compute_capability": "12.1"}})
+    assert arch_for_key("gb10", root) == "sm_121" and arch_for_key(None, root) == "sm_121"  # the one measured key
+    assert arch_for_key("x", record={"gpu": {"compute_capability": "10.0"}}) == "sm_100"
     assert arch_for_key("unknown") == "sm_90"
     assert set(HEURISTICS) == {f"heuristic:{n}" for n in RULES} and len(RULES) >= 6
 

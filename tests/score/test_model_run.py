@@ -134,12 +134,15 @@ def test_no_model_means_no_item_tests(project):
 
 def test_no_buildable_item_says_why_and_names_the_dry_run(project):
     (project.path / "families" / "fixture_broken").mkdir(parents=True)  # no family.toml
-    r = project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "always-a", timeout=120)
+    unchosen = project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "always-a", timeout=120)
+    err = unchosen.stderr.str()  # no --key and no measured key: one usage error that says how to get one
+    assert unchosen.ret == 4 and "no GPU has measured a key yet" in err and "--key-intended" in err
+    r = project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "always-a", "--key", "h200", timeout=120)
     out = r.stdout.str()
     assert "no item could be built on key h200, so model always-a was not scored" in out
     assert "- fixture_broken: not a valid family" in out and "--key-intended" in out
     assert r.ret == 0
-    missing = project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "always-a",
+    missing = project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "always-a", "--key", "h200",
                                            "--families-root", "nowhere", timeout=120)
     assert missing.ret == 4 and "building items from nowhere on key h200" in missing.stderr.str()
 

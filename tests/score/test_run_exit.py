@@ -107,3 +107,25 @@ def test_make_run_scores_the_measured_key_else_the_intended_one(monkeypatch):
     args, why = local_args(["--key", "gb10", "--set=hard"], ROOT)
     assert "--key-intended" not in args and "--run-dir=reports/runs/local" in args
     assert args[args.index("--key") + 1] == "gb10" and "--set=hard" in args and "measured" in why
+
+
+def test_make_run_without_key_takes_the_one_measured_key_and_stops_on_several(tmp_path):
+    """No KEY=: the one GPU key any family measured (its records name the device), several: one error."""
+    from plugins.measure.keyfile import SCHEMA, write_key
+    from plugins.score.__main__ import local_args
+
+    fams = tmp_path / "families"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "items" / "synth_scale", fams / "synth_scale")
+    args, _ = local_args([], tmp_path)
+    assert args[args.index("--key") + 1] == "h200" and "--key-intended" in args  # the stand-in's key
+    # SYNTHETIC fixture: a device record whose family was dropped (no times, nothing kept)
+    device = {"schema": SCHEMA, "family": "synth_scale", "provenance": {}, "protocol": {}, "candidates": {}, "gate": {},
+              "ranking": {"kept": False, "reason": "SYNTHETIC fixture"},
+              "gpu": {"name": "NVIDIA B200", "sm_count": 148, "compute_capability": "10.0"}}
+    write_key(fams / "synth_scale", "b200", device)
+    args, why = local_args([], tmp_path)
+    assert args[args.index("--key") + 1] == "b200" and "--key-intended" in args  # nothing kept on it: dry run
+    assert "measured key b200" in why
+    write_key(fams / "synth_scale", "rtx-4090", {**device, "gpu": {**device["gpu"], "name": "NVIDIA GeForce RTX 4090"}})
+    with pytest.raises(SystemExit, match=r"several GPU keys \['b200', 'rtx-4090'\]"):
+        local_args([], tmp_path)

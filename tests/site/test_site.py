@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from plugins.family.manifest import load_family
-from plugins.items.prompt import KNOWN_GPUS, render_prompt
+from plugins.items.keys import load_stand_in
+from plugins.items.prompt import render_prompt
 from plugins.items.options import CONDITIONS
 from plugins.score.tally import paired_conditions
 from plugins.site import pages
@@ -166,13 +167,13 @@ def test_measured_key_shows_runtimes_provenance_and_fragile(tmp_path):
 def test_the_slip_section_is_found_in_a_real_prompt():
     fam = load_family(ROOT / "families" / "clamp_smem")
     stand_in = "STAND-IN SLIP TEXT FOR THE SPLITTER (not an ncu export)\nsecond line"
-    prompt = render_prompt(fam, "forward", KNOWN_GPUS["h200"], stand_in)
+    prompt = render_prompt(fam, "forward", load_stand_in().gpu, stand_in)
     before, slip, after = split_prompt(prompt)
     assert before + slip + after == prompt
     assert slip.startswith("## Nsight Compute report") and stand_in in slip
     assert after.startswith("## Your answer") and "Answer: A" in after
-    assert split_prompt(render_prompt(fam, "forward", KNOWN_GPUS["h200"])) == (
-        render_prompt(fam, "forward", KNOWN_GPUS["h200"]), "", "")
+    assert split_prompt(render_prompt(fam, "forward", load_stand_in().gpu)) == (
+        render_prompt(fam, "forward", load_stand_in().gpu), "", "")
 
 
 @pytest.mark.parametrize("text, tolerant, strict, says", [
@@ -225,7 +226,7 @@ def test_a_hostile_trace_is_shown_as_text_and_a_missing_one_is_said(synthetic_ru
     data = json.loads(full.read_text())
     stand_in = "STAND-IN SLIP TEXT (not an ncu export)"
     data["turns"][0]["request"][0]["content"] = render_prompt(load_family(ROOT / "families" / "clamp_smem"), "forward",
-                                                              KNOWN_GPUS["h200"], stand_in)
+                                                              load_stand_in().gpu, stand_in)
     full.write_text(json.dumps(data))
     site = build_site([run_dir], tmp_path / "site", ROOT / "families", ROOT / "slips",
                       items=[synthetic_runs / "items.jsonl"])
@@ -343,3 +344,23 @@ def test_make_report_skips_empty_run_folders_with_a_note(tmp_path, capsys):
     assert "note: " in said and "local: no scored item" in said and "skipped" in said
     assert str(tmp_path / "site" / "index.html") in said
     assert "No run yet" in (tmp_path / "site" / "index.html").read_text()
+
+
+def test_family_pages_size_launch_plans_for_the_keys_recorded_device(tmp_path):
+    """A family page's launch plan uses the device a key file reported (this family's, else any family's
+    of that key), the stand-in only for its own key, and says so when nothing names the device."""
+    from plugins.measure.keyfile import SCHEMA, write_key
+
+    root = tmp_path / "families"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "items" / "synth_scale", root / "synth_scale")
+    # a SYNTHETIC fixture record of another family: only its device part is read here
+    write_key(root / "elsewhere", "b200", {"schema": SCHEMA, "gpu": {"name": "NVIDIA B200", "sm_count": 148,
+                                                                     "compute_capability": "10.0"}})
+    fv = next(f for f in load_families(root, tmp_path / "slips") if f.name == "synth_scale")
+    cand = next(c for c in fv.family.rewrites if c.id == "rw_grid")  # grid = sm_count * 8
+    assert "grid  = sm_count * 8 = 1184\n" in pages.launch_text(fv, cand, "b200", root)  # 148 SMs, from the record
+    assert "grid  = sm_count * 8 = 1056\n" in pages.launch_text(fv, cand, "h200", root)  # the stand-in's 132
+    assert pages.launch_text(fv, cand, "gb10", root) == "(launch plan not shown: no key file names the device of GPU key 'gb10')"
+    assert pages.default_key(root) == "b200"  # the one measured key
+    write_key(root / "elsewhere", "gb10", {"schema": SCHEMA, "gpu": {"name": "NVIDIA GB10", "sm_count": 48}})
+    assert pages.default_key(root) == load_stand_in().key  # several keys: the stand-in's sizes, labelled by key
