@@ -38,7 +38,7 @@ run: $(VENV)/.local-model
 # The same pipeline on the authors' intended winners: for checking the plumbing
 # before a GPU has measured anything. Every output says the key was not measured.
 dry-run: $(VENV)/.local-model
-	$(BIN)/python -m plugins.score run -v --model local --key-intended --run-dir=reports/runs/local-intended --junitxml=reports/runs/local-intended/junit.xml
+	$(BIN)/python -m plugins.score run -v --model local --key-intended $(if $(KEY),--key $(KEY)) --run-dir=reports/runs/local-intended --junitxml=reports/runs/local-intended/junit.xml
 
 # The CPU suite in parallel over every family set, then the CPU-stage benchmarks timed serially.
 test: $(VENV)/.local-model

@@ -18,7 +18,7 @@ from plugins.score.inspect_task import sparktrace_task  # noqa: E402
 
 
 @task
-def sparktrace(items: str | None = None, key: str = "h200", family_set: str = "classic",
+def sparktrace(items: str | None = None, key: str | None = None, family_set: str = "classic",
                key_intended: bool = False, passes: int = 1, families: str = "families") -> Task:
     return sparktrace_task(items=items, key=key, family_set=family_set, key_intended=key_intended,
                            passes=passes, families=families)

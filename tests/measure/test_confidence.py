@@ -171,7 +171,7 @@ def _synthetic_key(fragile: bool) -> dict:
     from plugins.measure.keyfile import SCHEMA
 
     times = {"start": 12.3456789, "rw_one": 7.6543219, "rw_grid": 3.2109876, "rw_two": 1.0987654, "rw_stage": 9.8765432}
-    return {"schema": SCHEMA, "family": "synth_scale", "gpu": {"slug": "h200"},
+    return {"schema": SCHEMA, "family": "synth_scale", "gpu": {"slug": "h200", "name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"},
             "provenance": {"date": "2000-01-01T00:00:00Z", "git_commit": "synthetic", "command": "SYNTHETIC TEST DATA"},
             "protocol": {}, "gate": {}, "candidates": {k: {"time_ms": v} for k, v in times.items()},
             "ranking": {"order": ["rw_two", "rw_grid"], "winner": "rw_two", "runner_up": "rw_grid", "ratio": 3.2109876 / 1.0987654,
