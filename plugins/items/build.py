@@ -198,7 +198,7 @@ def build_items(
         fam = d.family
         cc = device.compute_capability if device is not None else ""
         if cc and not fam.targets_gpu(cc):
-            notes.append(f"{fam.name}: targets {list(fam.targets)}, not {key} (compute capability {cc}), no items")
+            notes.append(f"{fam.name}: needs {fam.needs_text}; {key} is {cc}, no items")
             continue
         fk = load_key(fam.path, key)
         if allow_intended:

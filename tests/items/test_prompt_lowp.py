@@ -16,7 +16,7 @@ def test_problem_text_counts_two_and_one_byte_elements():
     assert f"- q: float8_e4m3 output, rows * cols = {n} elements ({n} bytes)" in text
 
 
-def test_items_are_built_only_for_gpus_the_family_targets(tmp_path):
+def test_items_are_built_only_for_gpus_that_meet_the_family_s_need(tmp_path):
     import shutil
 
     from plugins.items.build import build_items
@@ -25,12 +25,12 @@ def test_items_are_built_only_for_gpus_the_family_targets(tmp_path):
     root = tmp_path / "families"
     d = root / "rowquant"
     shutil.copytree(HARD / "rowquant", d, ignore=shutil.ignore_patterns("__pycache__"))
-    (d / "family.toml").write_text((d / "family.toml").read_text().replace('set = "hard"', 'set = "hard"\ntargets = ["sm_90"]'))
     # the key's GPU is what its measurement record reports (written by the measure stage's own writer)
-    gb10 = {"schema": SCHEMA, "family": "rowquant", "gpu": {"name": "NVIDIA GB10", "slug": "gb10",
-                                                           "compute_capability": "12.1", "sm_count": 48}}
-    write_key(d, "gb10", gb10)
-    items, notes = build_items(root, "gb10", allow_intended=True, sets=("hard",))
-    assert items == [] and any("rowquant: targets ['sm_90'], not gb10 (compute capability 12.1), no items" in n for n in notes)
+    a100 = {"schema": SCHEMA, "family": "rowquant", "gpu": {"name": "NVIDIA A100-SXM4-80GB", "slug": "a100-sxm4-80gb",
+                                                           "compute_capability": "8.0", "sm_count": 108}}
+    write_key(d, "a100-sxm4-80gb", a100)  # rowquant's fp8 conversions need 8.9
+    items, notes = build_items(root, "a100-sxm4-80gb", allow_intended=True, sets=("hard",))
+    assert items == [] and any("rowquant: needs compute capability 8.9 (hardware fp8 conversions); a100-sxm4-80gb is 8.0, "
+                               "no items" in n for n in notes)
     items, _ = build_items(root, "h200", allow_intended=True, sets=("hard",))
     assert {i.family for i in items} == {"rowquant"}

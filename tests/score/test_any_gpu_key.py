@@ -70,12 +70,17 @@ def test_a_b200_key_exports_builds_and_scores_without_naming_its_gpu_anywhere(re
 
 
 def test_a_key_whose_gpu_a_family_cannot_run_leaves_it_out_by_compute_capability(repo, capsys, monkeypatch):
-    """The record's compute capability decides (Family.targets_gpu); the synthetic family targets sm_90 and up."""
+    """The record's compute capability decides (Family.targets_gpu): an 8.9 GPU runs a family needing 8.0
+    and leaves out one that declares 9.0."""
     write_key(repo / "families" / "synth_scale", "rtx-4090", fixture_measurement(RTX_4090))
     items, notes = build_items(repo / "families", "rtx-4090")
+    assert items and all("NVIDIA GeForce RTX 4090" in it.prompt for it in items)
+    toml = repo / "families" / "synth_scale" / "family.toml"
+    toml.write_text(toml.read_text() + '\n[needs]\ncompute_capability = "9.0"\nwhy = "a test fixture\'s stated need"\n')
+    items, notes = build_items(repo / "families", "rtx-4090")
     assert items == [] and notes == [
-        "synth_scale: targets ['sm_90', 'sm_100', 'sm_121'], not rtx-4090 (compute capability 8.9), no items"]
+        "synth_scale: needs compute capability 9.0 (a test fixture's stated need); rtx-4090 is 8.9, no items"]
     monkeypatch.chdir(repo)
     assert main(["export", "--families", "families", "--out", "x.jsonl"]) == 1  # the one measured key, no item
     err = capsys.readouterr().err
-    assert "no item on key rtx-4090" in err and "compute capability 8.9" in err
+    assert "no item on key rtx-4090" in err and "rtx-4090 is 8.9" in err
