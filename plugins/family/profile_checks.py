@@ -23,7 +23,7 @@ OPS: dict[str, Callable[[float, float], bool]] = {
 SCOPES = ("kernel", "in_loops", "each_loop", "any_loop")
 LOOPS = "loops"  # a count that is not an instruction class: how many loops survive
 COUNTABLE = (*CLASSES, LOOPS)
-CHECK_FIELDS = {"candidate", "kernel", "count", "scope", "op", "value", "per", "why"}
+CHECK_FIELDS = {"candidate", "kernel", "count", "scope", "op", "value", "per", "per_class", "why"}
 
 
 class CheckSpecError(ValueError):
@@ -44,9 +44,13 @@ class ProfileCheck:
     scope: str = "kernel"
     per: int = 1  # the count is divided by this: elements per thread, or passes of a loop the compiler unrolled
     why: str = ""
+    # A ratio: the count over this class's count in the same scope ("shared loads per FFMA"), which
+    # holds whatever the unroll a target's ptxas chose (sm_80 and sm_90 unroll the same loop differently).
+    per_class: str = ""
 
     def describe(self) -> str:
         per = f" per {self.per}" if self.per != 1 else ""
+        per += f" per {self.per_class}" if self.per_class else ""
         where = "" if self.scope == "kernel" else f" ({self.scope})"
         return f"{self.count}{per}{where} {self.op} {_num(self.value)}"
 
@@ -104,22 +108,35 @@ def parse_profile_checks(raw: Any, kernels: Mapping[str, Sequence[str]]) -> tupl
         per = t.get("per", 1)
         if isinstance(per, bool) or not isinstance(per, int) or per < 1:
             raise CheckSpecError(f"{at}.per", f"{per!r}", "give a positive integer (elements per thread, or loop passes)")
+        per_class = t.get("per_class", "")
+        if per_class and (per_class not in COUNTABLE or per_class == LOOPS):
+            raise CheckSpecError(f"{at}.per_class", f"{per_class!r} is not an instruction class",
+                                 "use a class such as ffma or instructions (the ratio's denominator)")
         why = t["why"]
         if not isinstance(why, str) or not why.strip():
             raise CheckSpecError(f"{at}.why", "is empty", "say which claim of the text or reasoning this check proves")
-        out.append(ProfileCheck(tuple(cands), kernel, count, op, float(value), scope, per, why.strip()))
+        out.append(ProfileCheck(tuple(cands), kernel, count, op, float(value), scope, per, why.strip(), per_class))
     return tuple(out)
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den else (0.0 if not num else float("inf"))
 
 
 def counted(check: ProfileCheck, prof: KernelProfile) -> list[float]:
     """The value(s) the check compares: one for kernel/in_loops, one per loop for each_loop/any_loop."""
     if check.count == LOOPS:
         return [len(prof.loops) / check.per]
+
+    def value(counts_of: Any) -> float:
+        v = counts_of(check.count) / check.per
+        return _ratio(v, counts_of(check.per_class)) if check.per_class else v
+
     if check.scope == "kernel":
-        return [prof.counts[check.count] / check.per]
+        return [value(lambda c: prof.counts[c])]
     if check.scope == "in_loops":
-        return [sum(lp.counts[check.count] for lp in prof.loops if lp.depth == 0) / check.per]
-    return [lp.counts[check.count] / check.per for lp in prof.loops]
+        return [value(lambda c: sum(lp.counts[c] for lp in prof.loops if lp.depth == 0))]
+    return [value(lambda c, lp=lp: lp.counts[c]) for lp in prof.loops]
 
 
 def failures(check: ProfileCheck, candidate: str, profiles: Sequence[KernelProfile]) -> list[str]:
