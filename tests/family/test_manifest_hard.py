@@ -147,6 +147,16 @@ def _rel_or_abs(p):
     return _rel(p)
 
 
+@pytest.mark.parametrize(
+    "line, field_part, words",
+    [
+        ('targets = ["sm_80"]', "targets", "a family now declares what it needs"),
+        ('gpu_gate_only = [{ id = "nope", why = "inline PTX" }]', "gpu_gate_only[0].id", "not a candidate"),
+        ('gpu_gate_only = [{ id = "wide", why = " " }]', "gpu_gate_only[0].why", "is empty"),
+        ('gpu_gate_only = [{ id = "wide" }]', "gpu_gate_only[0].why", "missing"),
+        ('pair = 3', "pair", "expected"),
+    ],
+)
 def test_hard_field_errors_are_clear(rowquant, line, field_part, words):
     _set_top(rowquant, line)
     err = error_of(rowquant)
@@ -172,6 +182,7 @@ def test_spills_fail_unless_allowed():
 def test_cluster_plans_are_checked(rowquant):
     for f in [rowquant / "kernel.cu", *(rowquant / "rewrites").glob("*.cu"), *(rowquant / "wrong").glob("*.cu")]:
         edit(f, '__global__ void k0', '__global__ void __cluster_dims__(2, 1, 1) k0')
+    edit(rowquant / "family.toml", 'compute_capability = "8.9"', 'compute_capability = "9.0"')  # clusters need 9.0
     err = error_of(rowquant)  # the gate shapes have 3 and 5 rows: odd grids
     assert err.field == "start.launch[0].grid" and "not a multiple of k0's __cluster_dims__(2, 1, 1)" in str(err)
     for f in [rowquant / "kernel.cu", *(rowquant / "rewrites").glob("*.cu"), *(rowquant / "wrong").glob("*.cu")]:

@@ -17,6 +17,7 @@ from typing import Callable
 
 import pytest
 
+from plugins.family.compile import ARCHS
 from plugins.family.manifest import discover
 from plugins.items.build import build_items
 
@@ -84,14 +85,14 @@ INVALID: dict[str, tuple[Mutation, str, str, str]] = {
                       "family.toml", r"field 'rewrites\[1\]\.launch\[0\]\.grid'", "function 'ceil'"),
     "grid_true_division": (_edit("family.toml", ROW_LOOP_PLAN, ROW_LOOP_PLAN.replace("cdiv(h, 256)", "h / 256 + 1")),
                            "family.toml", r"field 'rewrites\[1\]\.launch\[0\]\.grid'", "cdiv"),
-    "grid_y_limit": (_edit("family.toml", "w = 6144", "w = 70000"), "family.toml", r"field 'start\.launch\[0\]\.grid'", "65535"),
+    "grid_y_limit": (_edit("family.toml", "w = 8192", "w = 70000"), "family.toml", r"field 'start\.launch\[0\]\.grid'", "65535"),
     "block_zero": (_edit("family.toml", ROW_LOOP_PLAN, ROW_LOOP_PLAN.replace("block = 256", "block = 0")),
                    "family.toml", r"field 'rewrites\[1\]\.launch\[0\]\.block'", "below 1"),
     "block_too_big": (_edit("family.toml", ROW_LOOP_PLAN, ROW_LOOP_PLAN.replace("block = 256", "block = 2048")),
                       "family.toml", r"field 'rewrites\[1\]\.launch\[0\]\.block'", "1024 threads"),
     "shared_too_big": (_edit("family.toml", ROW_LOOP_PLAN, ROW_LOOP_PLAN + "\nshared_bytes = 100000"),
                        "family.toml", r"field 'rewrites\[1\]\.launch\[0\]\.shared_bytes'", "49152"),
-    "int_overflow": (_edit("family.toml", "h = 6144 ", "h = 3000000000 "), "family.toml", r"field 'start\.launch\[0\]\.args'", "long long"),
+    "int_overflow": (_edit("family.toml", "h = 8192 ", "h = 3000000000 "), "family.toml", r"field 'start\.launch\[0\]\.args'", "long long"),
     "constraint": (_edit("family.toml", 'bound = "memory"', 'bound = "memory"\nconstraints = ["w % 4 == 0"]'),
                    "family.toml", r"field 'sizes\.gate\[0\]'", "violates constraint"),
     "count_zero": (_edit("family.toml", "h = 5", "h = 0"), "family.toml", r"field 'buffers\.x\.count'", "count < 1"),
@@ -249,7 +250,7 @@ extern "C" __global__ void k0(const float* __restrict__ x, float* __restrict__ o
 LATE: dict[str, tuple[Mutation, str, str, str]] = {
     "size_string": INVALID["size_string"],  # was an INTERNALERROR: no family collected
     "reference_raises": INVALID["reference_raises"],  # was eight KeyError tracebacks
-    "syntax_deep": (_edit(ROW_LOOP, "0.25f * s;\n    }", "0.25f * s\n    }"), ROW_LOOP, r"row_loop\.cu:13:", "does not compile for sm_90"),
+    "syntax_deep": (_edit(ROW_LOOP, "0.25f * s;\n    }", "0.25f * s\n    }"), ROW_LOOP, r"row_loop\.cu:13:", f"does not compile for {ARCHS[0]}"),
     "local_memory": (lambda d: (d / ROW_LOOP).write_text(LOCAL_ARRAY), ROW_LOOP, r"\[rewrites\[1\]\]", "uses local memory"),
     "rewrite_wrong": (_edit(ROW_LOOP, "0.25f * s;", "0.26f * s;"), ROW_LOOP, r"\[h=37, w=45", "failed the emulated gate"),
     "divergent_barrier": (_edit("rewrites/lanes_on_columns.cu", "    out[r * w + c]", "    __syncthreads();\n    out[r * w + c]"),
@@ -258,7 +259,7 @@ LATE: dict[str, tuple[Mutation, str, str, str]] = {
                      "wrong/zero_border.cu", r"zero_border\.cu: the deliberately wrong variant passed", "Fix: "),
     "naive_disagrees": (_edit("reference.py", "out[r * w + c] = x[r * w + c] + 0.25 * s", "out[r * w + c] = x[r * w + c] + 0.5 * s"),
                         "reference.py", r"reference\.py: reference and naive disagree", "Fix: "),
-    "timing_too_small": (_edit("family.toml", "h = 6144 ", "h = 64 "), "family.toml", r"field 'sizes\.timing'", "4x the L2"),
+    "timing_too_small": (_edit("family.toml", "h = 8192 ", "h = 64 "), "family.toml", r"field 'sizes\.timing'", "4x the L2"),
 }
 TESTS = ("family/test_families.py", "gate/test_gate_emulated.py")
 
