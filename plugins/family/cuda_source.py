@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 # C scalar spellings a kernel parameter may use, mapped to NumPy dtype names.
 CTYPE_DTYPES: dict[str, str] = {
@@ -96,10 +97,12 @@ def _line_of(src: str, pos: int) -> int:
     return src.count("\n", 0, pos) + 1
 
 
+@lru_cache(maxsize=2048)
 def segments(src: str) -> tuple[Segment, ...]:
     """The source cut into code, comments and literals, following C++17's lexical rules.
 
     Raises SourceError (with the line) for an unterminated /* comment or raw string.
+    Cached: every check of a source reads the same cut (immutable segments).
     """
     out: list[Segment] = []
     i, n = 0, len(src)

@@ -718,19 +718,21 @@ def _validate_plan(fam: Family, cand: Candidate, file: str, where: str) -> None:
     for kind in ("timing", "gate", "tiny"):
         for k, shape in enumerate(fam.shapes(kind)):
             for sm in SM_COUNTS_CHECKED:
+                names = {**shape, "sm_count": sm}
                 for i, launch in enumerate(cand.launches):
                     w = f"{where}launch[{i}]"
-                    names = {**shape, "sm_count": sm}
                     for fname, exprs in (("grid", launch.grid), ("block", launch.block), ("shared_bytes", (launch.shared_bytes,))):
                         for e in exprs:
                             try:
                                 evaluate_int(e, names)
                             except (ExprError, ZeroDivisionError, TypeError, OverflowError) as exc:
                                 raise FamilyError(file, f"{w}.{fname}", f"cannot be evaluated for sizes.{kind}[{k}]: {exc}", _expr_fix(exc)) from None
-                    try:
-                        r = fam.resolve(cand, shape, sm)[i]
-                    except (ExprError, KeyError, ZeroDivisionError, TypeError) as exc:
-                        raise FamilyError(file, w, f"cannot be evaluated for sizes.{kind}[{k}]: {exc}", "use names from [sizes] and [params], or sm_count") from None
+                try:
+                    resolved = fam.resolve(cand, shape, sm)  # once per shape and SM count, not once per launch
+                except (ExprError, KeyError, ZeroDivisionError, TypeError) as exc:
+                    raise FamilyError(file, f"{where}launch", f"cannot be evaluated for sizes.{kind}[{k}]: {exc}", "use names from [sizes] and [params], or sm_count") from None
+                for i, (launch, r) in enumerate(zip(cand.launches, resolved)):
+                    w = f"{where}launch[{i}]"
                     if r.threads_per_block > MAX_THREADS or any(b > m for b, m in zip(r.block, MAX_BLOCK)):
                         raise FamilyError(file, w + ".block", f"block {r.block} exceeds CUDA's limits for sizes.{kind}[{k}]", "use at most 1024 threads per block")
                     if any(b < 1 for b in r.block):
@@ -1103,8 +1105,28 @@ def load_family(fam_dir: Path) -> Family:
         _validate_plan(fam, c, file, where)
     _check_restricted(fam, file)
     _check_shown_text(fam, file)
-    _check_reference(fam, load_reference(fam_dir / "reference.py"))
+    _check_reference_once(fam, load_reference(fam_dir / "reference.py"))
     return fam
+
+
+def _check_reference_once(fam: Family, module: ModuleType) -> None:
+    """_check_reference, skipped when these very files passed it before (.cache/sparktrace/).
+
+    Why: it runs the family's naive loops, seconds per family, in every process that
+    loads the catalog (each xdist worker and the controller). The key is every .py
+    and the family.toml of the family, the checker's own source and NumPy's version;
+    a failure is never stored, so a broken family reports its error every time.
+    """
+    import numpy as np
+
+    from plugins.cache import store
+
+    files = sorted(p for p in fam.path.iterdir() if p.suffix == ".py" or p.name == "family.toml")
+    key = store.digest("reference-contract/1", *(p.name.encode() + b"\0" + p.read_bytes() for p in files),
+                       Path(__file__).read_bytes(), (Path(__file__).parent / "dtypes.py").read_bytes(), np.__version__)
+    if store.load("reference_contract", key) is None:
+        _check_reference(fam, module)
+        store.store("reference_contract", key, b"ok")
 
 
 @dataclass(frozen=True)

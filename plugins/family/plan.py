@@ -8,7 +8,8 @@ from __future__ import annotations
 import ast
 import operator
 from dataclasses import dataclass
-from typing import Mapping, Union
+from functools import lru_cache
+from typing import Callable, Mapping, Union
 
 Number = Union[int, float]
 
@@ -53,40 +54,64 @@ def evaluate(expr: Number | str, names: Mapping[str, Number]) -> Number:
         raise ExprError(f"{expr!r} is a boolean, not a number")
     if isinstance(expr, (int, float)):
         return expr
+    return _compiled(str(expr))(names)
+
+
+Compiled = Callable[[Mapping[str, Number]], Number]
+
+
+@lru_cache(maxsize=8192)
+def _compiled(expr: str) -> Compiled:
+    """Parse and check `expr` once; the result evaluates it for any names.
+
+    Why: a family's plans are evaluated for every shape and SM count checked
+    (hundreds of thousands of times in one catalog load), over a few hundred
+    distinct expressions.
+    """
     try:
-        tree = ast.parse(str(expr), mode="eval")
+        tree = ast.parse(expr, mode="eval")
     except SyntaxError as exc:
         raise ExprError(f"cannot parse {expr!r}: {exc.msg}") from None
 
-    def ev(node: ast.AST) -> Number:
+    def build(node: ast.AST) -> Compiled:
         if isinstance(node, ast.Expression):
-            return ev(node.body)
+            return build(node.body)
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            return node.value
+            value = node.value
+            return lambda names: value
         if isinstance(node, ast.Name):
-            if node.id not in names:
-                raise ExprError(f"unknown name {node.id!r} in {expr!r}; known: {sorted(names)}")
-            return names[node.id]
+            ident = node.id
+
+            def name(names: Mapping[str, Number]) -> Number:
+                if ident not in names:
+                    raise ExprError(f"unknown name {ident!r} in {expr!r}; known: {sorted(names)}")
+                return names[ident]
+            return name
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+            op, left, right = _BINOPS[type(node.op)], build(node.left), build(node.right)
+            return lambda names: op(left(names), right(names))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -ev(node.operand)
+            operand = build(node.operand)
+            return lambda names: -operand(names)
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMPS:
-            return int(_CMPS[type(node.ops[0])](ev(node.left), ev(node.comparators[0])))
+            cmp, left, right = _CMPS[type(node.ops[0])], build(node.left), build(node.comparators[0])
+            return lambda names: int(cmp(left(names), right(names)))
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
-            return int(all(ev(v) for v in node.values))
+            parts = [build(v) for v in node.values]
+            return lambda names: int(all(p(names) for p in parts))
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
             and node.func.id in _FUNCS
             and not node.keywords
         ):
-            return _FUNCS[node.func.id](*(ev(a) for a in node.args))
+            fn, args = _FUNCS[node.func.id], [build(a) for a in node.args]
+            return lambda names: fn(*(a(names) for a in args))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             raise ExprError(f"function {node.func.id!r} in {expr!r} is not allowed (only cdiv, min and max)")
         raise ExprError(f"{ast.unparse(node)!r} in {expr!r} is not allowed (use + - * // % cdiv min max)")
 
-    return ev(tree)
+    return build(tree)
 
 
 def evaluate_int(expr: Number | str, names: Mapping[str, Number]) -> int:
