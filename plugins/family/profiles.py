@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from plugins.atomicio import write_text_atomic
-from plugins.family.binary import nvdisasm_version, profile_source
-from plugins.family.compile import ARCHS, nvrtc_version
+from plugins.family.binary import fresh_profile_source, nvdisasm_version
+from plugins.family.compile import ARCHS, compile_source, nvrtc_version
+from plugins.family.recorded import code_digest, profiler_digest
 from plugins.family.manifest import SET_CHOICES, Candidate, Family, discover, selected_sets
 from plugins.family.profile_checks import failures
 from plugins.family.sass import KernelProfile
 
-SCHEMA = "sparktrace.profiles/2"  # 2: code_sha256, the digest of the comment-stripped code
+SCHEMA = "sparktrace.profiles/3"  # 2: code_sha256, the digest of the comment-stripped code; 3: code_sections_sha256, tools.profiler
 
 # The columns of the Markdown summary: (header, class names summed).
 SUMMARY_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -47,8 +48,23 @@ SUMMARY_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def candidate_profiles(fam: Family, archs: Sequence[str] | None = None) -> dict[str, dict[str, tuple[KernelProfile, ...]]]:
     """candidate id -> arch -> its kernels' profiles (start, rewrites, wrong variants), on the
-    family's targets unless `archs` is given."""
-    return {c.id: {a: profile_source(c.source, a, c.path.name) for a in (archs or fam.targets)} for c in fam.all_candidates}
+    family's targets unless `archs` is given. Always from nvdisasm: these are what the record is made of."""
+    return {c.id: {a: fresh_profile_source(c.source, a, c.path.name) for a in (archs or fam.targets)} for c in fam.all_candidates}
+
+
+def cubin_digests(cand: Candidate, archs: Sequence[str]) -> dict[str, str]:
+    """arch -> sha256 of the code sections of the cubin NVRTC builds now (targets it does not compile for are left out)."""
+    out = {}
+    for a in archs:
+        res = compile_source(cand.source, a, cand.path.name)
+        if res.ok and res.cubin:
+            out[a] = code_digest(res.cubin)
+    return out
+
+
+def tools() -> dict[str, str]:
+    """The tools a report's profiles depend on: a report made with others is stale."""
+    return {"nvrtc": nvrtc_version(), "nvdisasm": nvdisasm_version(), "profiler": profiler_digest()}
 
 
 def check_failures(fam: Family, cand_id: str, profiles: Sequence[KernelProfile]) -> list[str]:
@@ -85,6 +101,12 @@ def stale_reasons(fam: Family, committed: dict | None) -> list[str]:
               for c in fam.profile_checks]
     if committed.get("checks") != checks:
         out.append("its [[profile_checks]] changed")
+    made, now = committed.get("tools", {}), tools()
+    out += [f"it was made with {k} {made.get(k)!r}, this is {now[k]!r}" for k in sorted(now) if made.get(k) != now[k]]
+    if not out:  # same code, checks and tools: the binaries must be the ones it was read from
+        out += [f"candidate {c.id}'s cubin for {a} is not the one it was read from ({_candidate_file(fam, c)})"
+                for c in fam.all_candidates for a, sha in cubin_digests(c, fam.targets).items()
+                if have[c.id].get("code_sections_sha256", {}).get(a) != sha]
     return out
 
 
@@ -97,11 +119,12 @@ def family_record(fam: Family, archs: Sequence[str] | None = None) -> dict:
         "schema": SCHEMA,
         "family": fam.name,
         "set": fam.set,
-        "tools": {"nvrtc": nvrtc_version(), "nvdisasm": nvdisasm_version()},
+        "tools": tools(),
         "candidates": {
             cid: {
                 "role": roles[cid],
                 "code_sha256": digests[cid],
+                "code_sections_sha256": cubin_digests(fam.candidate(cid), archs),
                 "targets": {a: {p.kernel: p.as_dict() for p in profs[cid][a]} for a in archs},
                 "check_failures": {a: check_failures(fam, cid, profs[cid][a]) for a in archs},
             }

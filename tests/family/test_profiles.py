@@ -213,6 +213,97 @@ def test_committed_report_describes_the_current_sources(family):
                      "(rewrites that family's report whole), then commit reports/profiles/")
 
 
+VERIFY_ENV = "SPARKTRACE_VERIFY_SASS"
+
+
+def test_recorded_profiles_are_what_nvdisasm_reads(family, record_property):
+    """The committed report serves profile_source only where it was read from the same cubin;
+    this holds it to nvdisasm every session: each candidate on one target drawn at random
+    (SPARKTRACE_VERIFY_SASS=all: on every target), disassembled now and compared row by row."""
+    import os
+    import random
+
+    from plugins.family.binary import fresh_profile_source, nvdisasm_version
+    from plugins.family.recorded import committed
+
+    record, draw = committed(nvdisasm_version()), random.SystemRandom()
+    every = os.environ.get(VERIFY_ENV) == "all"
+    compared, wrong = [], []
+    for cand in family.all_candidates:
+        for arch in (family.targets if every else (draw.choice(family.targets),)):
+            res = compile_source(cand.source, arch, cand.path.name)
+            if not res.ok or (rec := record.lookup(arch, res.cubin)) is None:
+                continue  # not served from the record: profile_source disassembles it
+            compared.append(f"{cand.id}/{arch}")
+            if rec != fresh_profile_source(cand.source, arch, cand.path.name):
+                wrong.append(f"{cand.id} on {arch}")
+    record_property("sass_verified", ",".join(compared))
+    if not compared:
+        pytest.skip(f"{family.name}: no row of its report matches today's binaries, so none is served from it "
+                    "(test_committed_report_describes_the_current_sources says why)")
+    assert not wrong, (f"reports/profiles/{family.name}.json records profiles nvdisasm does not read from the same "
+                       f"cubin: {', '.join(wrong)}. Fix: python -m plugins.family.profiles {family.name}, then review the diff")
+
+
+def test_a_recorded_row_is_served_only_for_its_own_cubin(tmp_path):
+    """A report row keyed by a cubin's sha256 comes back equal to nvdisasm's profile; another
+    target's cubin, another nvdisasm release or another profiler gets nothing from it."""
+    import json
+
+    from plugins.family.binary import fresh_profile_source, nvdisasm_version
+    from plugins.family.profiles import report_texts
+    from plugins.family.recorded import profiler_digest, read_record
+
+    fam = load_family(SYNTH)
+    (tmp_path / f"{fam.name}.json").write_text(report_texts(fam)[0])
+    record = read_record(tmp_path, nvdisasm_version(), profiler_digest())
+    cand, (a, b) = fam.all_candidates[0], fam.targets[:2]
+    cubin_a = compile_source(cand.source, a, cand.path.name).cubin
+    assert record.lookup(a, cubin_a) == fresh_profile_source(cand.source, a, cand.path.name)
+    assert record.lookup(b, cubin_a) is None
+    other = next(c for c in fam.all_candidates if c.code != cand.code)
+    assert record.lookup(a, compile_source(other.source, a, other.path.name).cubin) != record.lookup(a, cubin_a)
+    assert record.lookup(a, cubin_a.replace(b".text.", b".texx.", 1)) is None  # its code section renamed
+    assert read_record(tmp_path, "0.0", profiler_digest()).lookup(a, cubin_a) is None
+    assert read_record(tmp_path, nvdisasm_version(), "0" * 64).lookup(a, cubin_a) is None
+    rep = json.loads((tmp_path / f"{fam.name}.json").read_text())
+    assert rep["tools"]["profiler"] == profiler_digest() and set(rep["candidates"][cand.id]["code_sections_sha256"]) == set(fam.targets)
+
+
+def test_the_code_digest_sees_the_code_and_not_the_symbol_table():
+    """NVRTC's PCH can reorder .symtab/.strtab between processes (moe_permute/bulk_smem): the record's key
+    must not change with them, and must change with any byte of an executable section."""
+    from plugins.family.recorded import _code_sections, code_digest
+
+    fam = load_family(SYNTH)
+    cubin = bytearray(compile_source(fam.start.source, "sm_90", fam.start.path.name).cubin)
+    sections = dict(_code_sections(bytes(cubin)))
+    text = next(data for name, data in sections.items() if name.startswith(b".text."))
+    at = bytes(cubin).index(text)
+    strtab_name = bytes(cubin).index(b"\0k0\0") + 1  # the symbol k0 in .strtab (.shstrtab has ".text.k0")
+    renamed = bytearray(cubin)
+    renamed[strtab_name] = ord("q")
+    flipped = bytearray(cubin)
+    flipped[at + 8] ^= 0x01
+    assert code_digest(bytes(renamed)) == code_digest(bytes(cubin))
+    assert code_digest(bytes(flipped)) != code_digest(bytes(cubin))
+
+
+def test_the_profiler_digest_ignores_comments_and_sees_code(tmp_path, monkeypatch):
+    import plugins.family.recorded as recorded
+
+    src = (Path(recorded.__file__).parent / "sass.py").read_text()
+    digests = []
+    for text in (src, src.replace("from __future__ import annotations", "# a comment\nfrom __future__ import annotations"),
+                 src + "\nEXTRA = 1\n"):
+        (tmp_path / "sass.py").write_text(text)
+        monkeypatch.setattr(recorded, "__file__", str(tmp_path / "recorded.py"))
+        recorded.profiler_digest.cache_clear()
+        digests.append(recorded.profiler_digest())
+    recorded.profiler_digest.cache_clear()
+    assert digests[0] == digests[1] != digests[2]
+
+
 def test_stale_reasons_name_what_changed():
     fam = load_family(SYNTH)
     from plugins.family.profiles import family_record, stale_reasons
@@ -226,6 +317,22 @@ def test_stale_reasons_name_what_changed():
     assert "candidate rw_two lacks target sm_121" in stale_reasons(fam, rec)
     del rec["candidates"]["rw_two"]
     assert "candidate rw_two is not in it" in stale_reasons(fam, rec)
+
+
+def test_a_report_from_another_binary_or_tool_is_stale():
+    """Same code, other cubin (NVRTC changed) or other nvdisasm/profiler: the report must be remade."""
+    from plugins.family.profiles import family_record, stale_reasons
+
+    fam = load_family(SYNTH)
+    rec = json_roundtrip(family_record(fam))
+    arch = fam.targets[0]
+    rec["candidates"]["rw_one"]["code_sections_sha256"][arch] = "0" * 64
+    assert stale_reasons(fam, rec) == [f"candidate rw_one's cubin for {arch} is not the one it was read from "
+                                       "(families/synth_scale/rewrites/rw_one.cu)"]
+    rec = json_roundtrip(family_record(fam))
+    rec["tools"]["profiler"] = "old"
+    (why,) = stale_reasons(fam, rec)
+    assert why.startswith("it was made with profiler 'old', this is ")
 
 
 def test_a_comment_keeps_the_report_fresh_and_a_code_change_names_the_file(tmp_path):
