@@ -315,6 +315,28 @@ def _runtime_object(cache_dir: Path, defines: tuple[str, ...]) -> Path:
     return obj
 
 
+def _prelude_pch(cache_dir: Path, flags: Sequence[str]) -> list[str]:
+    """-I of a folder holding cuda_emu.h.gch, g++'s precompiled prelude for exactly these flags.
+
+    Speed only: g++ takes cuda_emu.h.gch from the first include folder and must be given the
+    flags it was built with (they are its key); the object is byte-identical without it
+    (tests/gate/test_emulator.py). About half of a kernel's compile was the prelude.
+    SPARKTRACE_NO_PCH=1 turns it off, as for NVRTC.
+    """
+    if os.environ.get("SPARKTRACE_NO_PCH") == "1":
+        return []
+    files = _emu_files()
+    key = _digest("prelude-pch", _compiler_id(), " ".join(flags), *(f"{k}\0".encode() + files[k] for k in sorted(files)))
+    folder = cache_dir / f"pch-{key}"
+    gch = folder / "cuda_emu.h.gch"
+    if not gch.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        count("emu_pch_build")
+        _atomic_compile([CXX, *flags, f"-I{EMU_DIR}", "-x", "c++-header", str(EMU_DIR / "cuda_emu.h")], gch,
+                        "plugins/gate/emu/cuda_emu.h (precompiled)")
+    return [f"-I{folder}", "-Winvalid-pch"]
+
+
 _LOADED: dict[Path, ctypes.CDLL] = {}
 # emu_launch keeps its state in the library's globals, and forking from two
 # threads at once helps nobody: one launch at a time per process.
@@ -341,11 +363,9 @@ def build(source: str, sigs: Mapping[str, KernelSignature], name: str = "kernel.
             fh.write(text)
         os.replace(tmp, src)
         obj = cache_dir / f"k-{key}.o"
-        _atomic_compile(
-            [CXX, *CXXFLAGS, KERNEL_OPT, *KERNEL_FLAGS, *RACE_FLAGS, *defines, f"-I{EMU_DIR}",
-             "-include", "cuda_emu.h", "-c", "-x", "c++", str(src)],
-            obj, name,
-        )
+        flags = [*CXXFLAGS, KERNEL_OPT, *KERNEL_FLAGS, *RACE_FLAGS, *defines]
+        _atomic_compile([CXX, *flags, *_prelude_pch(cache_dir, flags), f"-I{EMU_DIR}",
+                         "-include", "cuda_emu.h", "-c", "-x", "c++", str(src)], obj, name)
         # linked without -fsanitize: the runtime's __tsan_* hooks are the whole race checker
         _atomic_compile([CXX, "-shared", "-Wl,-z,now", str(obj), str(runtime)], lib, name)
         obj.unlink(missing_ok=True)

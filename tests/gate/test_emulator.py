@@ -428,3 +428,47 @@ def test_executor_gates_a_small_family(emu, tmp_path):
     rejected = gate_candidate(fam, bad, ex, seeds=(1, 2, 3))
     assert not rejected.passed and rejected.as_expected
     assert "NaN" in rejected.reason
+
+
+def test_each_reference_runs_once_per_family_shape_and_seed(tmp_path):
+    """Candidates of one family share the references of their seeds; each gets buffers of its own,
+    and the kept outputs cannot be written."""
+    from plugins.cache.work import COUNTS
+    from plugins.gate.check import family_seeds, make_buffers
+    from plugins.family.manifest import load_family
+
+    fam = load_family(Path(__file__).parents[1] / "fixtures" / "items" / "synth_scale")
+    assert family_seeds("synth_scale") == family_seeds("synth_scale") and len(family_seeds("synth_scale")) == 3
+    shape, seed = fam.shapes("gate")[0], 1234567
+    before = COUNTS["reference"]
+    first, expected, _ = make_buffers(fam, shape, seed)
+    for arr in first.values():
+        arr[:] = 0  # a run writes its buffers
+    second, again, _ = make_buffers(fam, shape, seed)
+    assert COUNTS["reference"] == before + 1
+    inputs = [b.name for b in fam.buffers if b.role == "input"]
+    assert any(second[k].any() for k in inputs) and all(second[k] is not first[k] for k in second)
+    out = next(iter(again.values()))
+    with pytest.raises(ValueError):
+        out[...] = 0
+    make_buffers(fam, shape, seed + 1)
+    assert COUNTS["reference"] == before + 2
+
+
+def test_precompiled_prelude_builds_the_same_library(emu, tmp_path, monkeypatch):
+    """The prelude PCH is speed only: the kernel library is byte-identical without it, and g++ used it
+    (-Winvalid-pch would warn; a build counts one PCH per flag set)."""
+    from plugins.cache.work import COUNTS
+    from plugins.family.cuda_source import kernel_signatures
+
+    text = src("index3d.cu")
+    sigs = kernel_signatures(text)
+    before = COUNTS["emu_pch_build"]
+    lib, _ = emu.build(text, sigs, cache_dir=tmp_path)
+    assert COUNTS["emu_pch_build"] == before + 1 and list(tmp_path.glob("pch-*/cuda_emu.h.gch"))
+    with_pch = lib.read_bytes()
+    lib.unlink()  # the same folder again (the debug line table names the source's path), without the PCH
+    monkeypatch.setenv("SPARKTRACE_NO_PCH", "1")
+    again, _ = emu.build(text, sigs, cache_dir=tmp_path)
+    assert again == lib and again.read_bytes() == with_pch
+    assert COUNTS["emu_pch_build"] == before + 1
