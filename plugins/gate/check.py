@@ -6,8 +6,10 @@ pytest-free and runs on any Executor: CuPy on a GPU, or the CPU emulator.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping, Protocol, Sequence
 
 import numpy as np
@@ -35,6 +37,15 @@ def fresh_seeds(n: int = MIN_SEEDS) -> tuple[int, ...]:
     return tuple(int.from_bytes(os.urandom(4), "little") for _ in range(n))
 
 
+def family_seeds(family: str, n: int = MIN_SEEDS, _drawn: dict[tuple[str, int], tuple[int, ...]] = {}) -> tuple[int, ...]:
+    """fresh_seeds drawn once per family in this process: every candidate of a family is gated on the
+    same fresh inputs, so each reference output is computed once per family, shape and seed
+    (expected_outputs), not once per candidate."""
+    if (family, n) not in _drawn:
+        _drawn[(family, n)] = fresh_seeds(n)
+    return _drawn[(family, n)]
+
+
 def host_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> dict[str, np.ndarray]:
     """Host buffers for one run: inputs from the reference's make_inputs, every
     other buffer poisoned (NaN, or all bits set), so unwritten elements show."""
@@ -52,16 +63,49 @@ def host_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> dict[st
     return buffers
 
 
+_MADE: dict[tuple[str, tuple, int], tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]] = {}
+_MADE_MAX = 512
+
+
 def make_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """host_buffers plus the expected outputs and their error scales."""
-    ref = fam.reference_module()
-    buffers = host_buffers(fam, shape, seed)
-    count("reference")
-    expected = ref.reference({k: v for k, v in buffers.items() if fam.buffer(k).role == "input"}, dict(shape))
-    scales = {}
-    if hasattr(ref, "error_scale"):
-        scales = ref.error_scale({k: v for k, v in buffers.items() if fam.buffer(k).role == "input"}, dict(shape))
-    return buffers, expected, scales
+    """host_buffers plus the expected outputs and their error scales. The reference runs once per
+    family, shape and seed in a process; every caller gets its own copy of the buffers (a run writes
+    them) and read-only expected outputs and scales."""
+    key = (_fingerprint(fam.path) + repr([(b.name, b.dtype, b.count, b.role) for b in fam.buffers]) + repr(sorted(fam.data.items())),
+           tuple(sorted(shape.items())), seed)
+    if key not in _MADE:
+        ref = fam.reference_module()
+        buffers = host_buffers(fam, shape, seed)
+        count("reference")
+        expected = ref.reference({k: v.copy() for k, v in buffers.items() if fam.buffer(k).role == "input"}, dict(shape))
+        scales = {}
+        if hasattr(ref, "error_scale"):
+            scales = ref.error_scale({k: v.copy() for k, v in buffers.items() if fam.buffer(k).role == "input"}, dict(shape))
+        if len(_MADE) >= _MADE_MAX:
+            _MADE.pop(next(iter(_MADE)))
+        _MADE[key] = (buffers, {k: _read_only(v) for k, v in expected.items()}, {k: _read_only(v) for k, v in scales.items()})
+    buffers, expected, scales = _MADE[key]
+    return {k: v.copy() for k, v in buffers.items()}, dict(expected), dict(scales)
+
+
+def _fingerprint(folder: Path) -> str:
+    """The family folder and the bytes of its reference and manifest: an edited family never reads a kept output."""
+    parts = [str(folder.resolve())]
+    for name in ("reference.py", "family.toml"):
+        try:
+            parts.append(hashlib.sha256((folder / name).read_bytes()).hexdigest())
+        except OSError:
+            parts.append("-")
+    return ":".join(parts)
+
+
+def _read_only(value: object) -> object:
+    """A kept reference output, frozen: a comparison that wrote into it would corrupt the next candidate's."""
+    if not isinstance(value, np.ndarray):
+        return value
+    arr = value.copy()
+    arr.setflags(write=False)
+    return arr
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from plugins.gate.check import fresh_seeds, gate_candidate
+from plugins.gate.check import family_seeds, gate_candidate
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed: the CPU emulator compiles kernels with it")
 
@@ -26,7 +26,7 @@ def test_gate_emulated(candidate, emulator, record_property):
     fam, cand = candidate
     if cand.id in fam.gpu_gate_only:
         pytest.skip(f"GPU gate only: {fam.name}/{cand.id}: {fam.gpu_gate_only[cand.id]}")
-    result = gate_candidate(fam, cand, emulator, fresh_seeds())
+    result = gate_candidate(fam, cand, emulator, family_seeds(fam.name))
     record_property("gate_seeds", ",".join(map(str, result.seeds)))
     if cand.role == "wrong":
         if result.passed:

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from plugins.gate.check import fresh_seeds, gate_candidate
+from plugins.gate.check import family_seeds, gate_candidate
 from plugins.measure.targets import device_of, family_skip
 
 pytestmark = pytest.mark.gpu
@@ -22,7 +22,7 @@ def test_gate_gpu(candidate, cupy_executor, record_property):
     if cand.role == "wrong" and os.environ.get("SPARKTRACE_GATE_MEMCHECK") == "1":
         pytest.skip(f"{fam.name}/{cand.id}: under memcheck (scripts/gate-memcheck.sh) only starts and rewrites run; "
                     "a wrong variant may go out of bounds on purpose")
-    result = gate_candidate(fam, cand, cupy_executor, fresh_seeds())
+    result = gate_candidate(fam, cand, cupy_executor, family_seeds(fam.name))
     record_property("gate_seeds", ",".join(map(str, result.seeds)))
     record_property("gate_reason", result.reason)
     if not result.passed and (lost := cupy_executor.context_error()):
