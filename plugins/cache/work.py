@@ -18,7 +18,7 @@ KINDS: tuple[tuple[str, str], ...] = (
     ("nvrtc_compile", "NVRTC compiles to a cubin"),
     ("nvrtc_ptx", "NVRTC compiles to PTX (entry parameters)"),
     ("nvdisasm", "nvdisasm runs"),
-    ("recorded_profile", "profiles served from a committed report (same cubin sha256)"),
+    ("recorded_profile", "profiles served from a committed report (same code sections and tools)"),
     ("emu_build", "emulator kernel builds (g++)"),
     ("emu_runtime_build", "emulator runtime builds (g++)"),
     ("reference", "reference calls (gate buffers)"),

@@ -84,7 +84,7 @@ def sass_of(source: str, arch: str, name: str = "kernel.cu") -> str:
 @lru_cache(maxsize=1024)
 def profile_source(source: str, arch: str, name: str = "kernel.cu") -> tuple[KernelProfile, ...]:
     """Every entry point's instruction profile for `arch`, sorted by kernel name: the committed
-    report's row when it was read from this very cubin with this nvdisasm and profiler
+    report's row when it was read from the same code sections with this nvdisasm and profiler
     (plugins/family/recorded.py), else disassembled now."""
     res = compile_source(source, arch, name)
     if res.ok and res.cubin and (hit := recorded.committed(nvdisasm_version()).lookup(arch, res.cubin)) is not None:

@@ -52,7 +52,7 @@ def candidate_profiles(fam: Family, archs: Sequence[str] | None = None) -> dict[
     return {c.id: {a: fresh_profile_source(c.source, a, c.path.name) for a in (archs or fam.targets)} for c in fam.all_candidates}
 
 
-def cubin_digests(cand: Candidate, archs: Sequence[str]) -> dict[str, str]:
+def code_digests(cand: Candidate, archs: Sequence[str]) -> dict[str, str]:
     """arch -> sha256 of the code sections of the cubin NVRTC builds now (targets it does not compile for are left out)."""
     out = {}
     for a in archs:
@@ -105,7 +105,7 @@ def stale_reasons(fam: Family, committed: dict | None) -> list[str]:
     out += [f"it was made with {k} {made.get(k)!r}, this is {now[k]!r}" for k in sorted(now) if made.get(k) != now[k]]
     if not out:  # same code, checks and tools: the binaries must be the ones it was read from
         out += [f"candidate {c.id}'s cubin for {a} is not the one it was read from ({_candidate_file(fam, c)})"
-                for c in fam.all_candidates for a, sha in cubin_digests(c, fam.targets).items()
+                for c in fam.all_candidates for a, sha in code_digests(c, fam.targets).items()
                 if have[c.id].get("code_sections_sha256", {}).get(a) != sha]
     return out
 
@@ -124,7 +124,7 @@ def family_record(fam: Family, archs: Sequence[str] | None = None) -> dict:
             cid: {
                 "role": roles[cid],
                 "code_sha256": digests[cid],
-                "code_sections_sha256": cubin_digests(fam.candidate(cid), archs),
+                "code_sections_sha256": code_digests(fam.candidate(cid), archs),
                 "targets": {a: {p.kernel: p.as_dict() for p in profs[cid][a]} for a in archs},
                 "check_failures": {a: check_failures(fam, cid, profs[cid][a]) for a in archs},
             }

@@ -96,7 +96,7 @@ def profiles_from_record(arch: str, kernels: Mapping[str, dict]) -> tuple[Kernel
 
 @dataclass(frozen=True)
 class Record:
-    """Every recorded (arch, cubin sha256) -> {kernel: profile dict}, for one nvdisasm and profiler."""
+    """Every recorded (arch, code_digest) -> {kernel: profile dict}, for one nvdisasm and profiler."""
 
     rows: Mapping[tuple[str, str], Mapping[str, dict]]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping, Protocol, Sequence
 
 import numpy as np
@@ -37,13 +36,16 @@ def fresh_seeds(n: int = MIN_SEEDS) -> tuple[int, ...]:
     return tuple(int.from_bytes(os.urandom(4), "little") for _ in range(n))
 
 
-def family_seeds(family: str, n: int = MIN_SEEDS, _drawn: dict[tuple[str, int], tuple[int, ...]] = {}) -> tuple[int, ...]:
+_SEEDS: dict[tuple[str, int], tuple[int, ...]] = {}
+
+
+def family_seeds(family: str, n: int = MIN_SEEDS) -> tuple[int, ...]:
     """fresh_seeds drawn once per family in this process: every candidate of a family is gated on the
     same fresh inputs, so each reference output is computed once per family, shape and seed
-    (expected_outputs), not once per candidate."""
-    if (family, n) not in _drawn:
-        _drawn[(family, n)] = fresh_seeds(n)
-    return _drawn[(family, n)]
+    (make_buffers), not once per candidate."""
+    if (family, n) not in _SEEDS:
+        _SEEDS[(family, n)] = fresh_seeds(n)
+    return _SEEDS[(family, n)]
 
 
 def host_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> dict[str, np.ndarray]:
@@ -71,8 +73,7 @@ def make_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> tuple[d
     """host_buffers plus the expected outputs and their error scales. The reference runs once per
     family, shape and seed in a process; every caller gets its own copy of the buffers (a run writes
     them) and read-only expected outputs and scales."""
-    key = (_fingerprint(fam.path) + repr([(b.name, b.dtype, b.count, b.role) for b in fam.buffers]) + repr(sorted(fam.data.items())),
-           tuple(sorted(shape.items())), seed)
+    key = (_family_key(fam), tuple(sorted(shape.items())), seed)
     if key not in _MADE:
         ref = fam.reference_module()
         buffers = host_buffers(fam, shape, seed)
@@ -88,14 +89,16 @@ def make_buffers(fam: Family, shape: Mapping[str, Number], seed: int) -> tuple[d
     return {k: v.copy() for k, v in buffers.items()}, dict(expected), dict(scales)
 
 
-def _fingerprint(folder: Path) -> str:
-    """The family folder and the bytes of its reference and manifest: an edited family never reads a kept output."""
-    parts = [str(folder.resolve())]
+def _family_key(fam: Family) -> str:
+    """What a kept reference output depends on: the folder, the bytes of its reference.py and
+    family.toml, the buffers and [data], so an edited family never reads a kept output."""
+    parts = [str(fam.path.resolve())]
     for name in ("reference.py", "family.toml"):
         try:
-            parts.append(hashlib.sha256((folder / name).read_bytes()).hexdigest())
+            parts.append(hashlib.sha256((fam.path / name).read_bytes()).hexdigest())
         except OSError:
             parts.append("-")
+    parts += [repr([(b.name, b.dtype, b.count, b.role) for b in fam.buffers]), repr(sorted(fam.data.items()))]
     return ":".join(parts)
 
 

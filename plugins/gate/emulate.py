@@ -315,7 +315,7 @@ def _runtime_object(cache_dir: Path, defines: tuple[str, ...]) -> Path:
     return obj
 
 
-def _prelude_pch(cache_dir: Path, flags: Sequence[str]) -> list[str]:
+def _prelude_pch(cache_dir: Path, runtime: Path, flags: Sequence[str]) -> list[str]:
     """-I of a folder holding cuda_emu.h.gch, g++'s precompiled prelude for exactly these flags.
 
     Speed only: g++ takes cuda_emu.h.gch from the first include folder and must be given the
@@ -325,8 +325,7 @@ def _prelude_pch(cache_dir: Path, flags: Sequence[str]) -> list[str]:
     """
     if os.environ.get("SPARKTRACE_NO_PCH") == "1":
         return []
-    files = _emu_files()
-    key = _digest("prelude-pch", _compiler_id(), " ".join(flags), *(f"{k}\0".encode() + files[k] for k in sorted(files)))
+    key = _digest("prelude-pch", runtime.name, " ".join(flags))  # the runtime's name digests g++ and every prelude file
     folder = cache_dir / f"pch-{key}"
     gch = folder / "cuda_emu.h.gch"
     if not gch.exists():
@@ -364,7 +363,7 @@ def build(source: str, sigs: Mapping[str, KernelSignature], name: str = "kernel.
         os.replace(tmp, src)
         obj = cache_dir / f"k-{key}.o"
         flags = [*CXXFLAGS, KERNEL_OPT, *KERNEL_FLAGS, *RACE_FLAGS, *defines]
-        _atomic_compile([CXX, *flags, *_prelude_pch(cache_dir, flags), f"-I{EMU_DIR}",
+        _atomic_compile([CXX, *flags, *_prelude_pch(cache_dir, runtime, flags), f"-I{EMU_DIR}",
                          "-include", "cuda_emu.h", "-c", "-x", "c++", str(src)], obj, name)
         # linked without -fsanitize: the runtime's __tsan_* hooks are the whole race checker
         _atomic_compile([CXX, "-shared", "-Wl,-z,now", str(obj), str(runtime)], lib, name)
