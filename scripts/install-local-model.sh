@@ -11,7 +11,9 @@
 # advertises it, and on VMs that advertise AMX without enabling tile state the
 # first matmul dies with a general-protection fault in ldtilecfg (seen on the
 # dev machine). A portable AVX2 build is slower but runs everywhere; set
-# LLAMA_CMAKE_ARGS to override. The build takes about 5 minutes on 2 cores.
+# LLAMA_CMAKE_ARGS to override. LLAVA_BUILD=OFF: the multimodal library (mtmd,
+# clip) is never used by a text-only chat server. The build takes about 5 minutes
+# on 2 cores.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,7 +21,7 @@ VENV="${1:-$ROOT/.venv}"
 PY="$VENV/bin/python"
 LLAMA_VERSION="0.3.36"
 SMOLLM_VERSION="0.1.2"
-CMAKE_ARGS_DEFAULT="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
+CMAKE_ARGS_DEFAULT="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAVA_BUILD=OFF"
 
 if [[ ! -x "$PY" ]]; then
     echo "install-local-model: no python at $PY; fix: create the venv first (python3.11 -m venv $VENV)" >&2

@@ -16,7 +16,6 @@ COUNTS: Counter[str] = Counter()
 # The kinds counted, in the order the report lists them: (counter, what it is).
 KINDS: tuple[tuple[str, str], ...] = (
     ("nvrtc_compile", "NVRTC compiles to a cubin"),
-    ("nvrtc_ptx", "NVRTC compiles to PTX (entry parameters)"),
     ("nvdisasm", "nvdisasm runs"),
     ("recorded_profile", "profiles served from a committed report (same code sections and tools)"),
     ("emu_build", "emulator kernel builds (g++)"),

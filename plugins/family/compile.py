@@ -88,6 +88,9 @@ class CompileResult:
     resources: tuple[KernelResources, ...]
     seconds: float
     cubin: bytes = field(default=b"", repr=False, compare=False)  # the binary, for plugins.family.binary
+    # Each entry point's parameter sizes in bytes, read from this compile's own PTX (the
+    # parameter ABI is the same on every target, so no second compile is needed for it).
+    entry_params: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def problems(self, allow_local: bool = False, allow_spills: bool = False) -> list[str]:
         """Spills and local memory (unless the candidate declares them by design) and over-limit
@@ -160,10 +163,14 @@ def cuda_headers_version() -> str:
     return "none"
 
 
+# Bumped when CompileResult's stored form changes, so an older entry is never read as this one.
+_RECORD_FORMAT = "2: entry_params"
+
+
 def _compile_key(kind: str, source: str, arch: str, name: str) -> str:
     """The on-disk cache key: everything NVRTC's output depends on, tool versions included."""
-    return store.digest(kind, source, arch, name, *NVRTC_OPTIONS, *include_options(), *speed_options(), nvrtc_version(),
-                        cuda_headers_version())
+    return store.digest(kind, _RECORD_FORMAT, source, arch, name, *NVRTC_OPTIONS, *include_options(), *speed_options(),
+                        nvrtc_version(), cuda_headers_version())
 
 
 def _encode(res: CompileResult) -> bytes:
@@ -175,7 +182,8 @@ def _decode(payload: bytes) -> CompileResult:
     head, _, cubin = payload.partition(b"\n")
     meta = json.loads(head)
     resources = tuple(KernelResources(**r) for r in meta["resources"])
-    return CompileResult(meta["arch"], meta["ok"], meta["log"], resources, meta["seconds"], cubin)
+    params = tuple((k, tuple(v)) for k, v in meta["entry_params"])
+    return CompileResult(meta["arch"], meta["ok"], meta["log"], resources, meta["seconds"], cubin, params)
 
 
 @lru_cache(maxsize=512)
@@ -215,7 +223,8 @@ def _nvrtc_compile(source: str, arch: str, name: str) -> CompileResult:
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
     resources = with_local_counts(parse_ptxas_log(log), ptx) if ok else ()
-    return CompileResult(arch, ok, log, resources, time.perf_counter() - start, cubin)
+    params = tuple(sorted(entry_param_sizes(ptx).items()))
+    return CompileResult(arch, ok, log, resources, time.perf_counter() - start, cubin, params)
 
 
 def clean_log(log: str) -> str:
@@ -250,33 +259,17 @@ _PTX_ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(([^)]*)\)", re.S)
 _PTX_PARAM = re.compile(r"\.param\s+\.(?:align\s+\d+\s+)?\.?([a-z]+)(\d+)")
 
 
-@lru_cache(maxsize=512)
-def ptx_entry_params(source: str, name: str = "kernel.cu") -> dict[str, tuple[int, ...]]:
-    """Each entry point's parameter sizes in bytes, as the compiler emitted them.
+def ptx_entry_params(source: str, arch: str, name: str = "kernel.cu") -> dict[str, tuple[int, ...]]:
+    """Each entry point's parameter sizes in bytes, as the compiler emitted them for `arch`.
 
     Why: the manifest's argument lists are checked against the source text; this
     cross-checks that reading against what NVRTC actually compiled.
     """
-    key = _compile_key("nvrtc_ptx", source, "compute_90", name)
-    got = store.cached_json("nvrtc_ptx", key, lambda: _ptx_entry_params(source, name))
-    return {k: tuple(v) for k, v in got.items()}
+    return dict(compile_source(source, arch, name).entry_params)
 
 
-def _ptx_entry_params(source: str, name: str) -> dict[str, tuple[int, ...]]:
-    from cuda.bindings import nvrtc
-
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
-    try:
-        opts = [o.encode() for o in (*NVRTC_OPTIONS, *include_options(), "-arch=compute_90", *speed_options())]
-        (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        if res != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            return {}
-        _, size = nvrtc.nvrtcGetPTXSize(prog)
-        buf = b" " * size
-        nvrtc.nvrtcGetPTX(prog, buf)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-    ptx = buf.decode(errors="replace")
+def entry_param_sizes(ptx: str) -> dict[str, tuple[int, ...]]:
+    """The .param sizes of each .entry in a PTX text."""
     return {
         m.group(1): tuple(int(bits) // 8 for _, bits in _PTX_PARAM.findall(m.group(2)))
         for m in _PTX_ENTRY.finditer(ptx)

@@ -109,7 +109,7 @@ def test_entry_points_match_manifest(candidate):
     fam, cand = candidate
     if not compile_source(cand.source, fam.targets[0], cand.path.name).ok:
         pytest.skip(f"{cand.path} does not compile; reported once, by test_compiles[{fam.name}/{cand.id}/{fam.targets[0]}]")
-    emitted = ptx_entry_params(cand.source, cand.path.name)
+    emitted = ptx_entry_params(cand.source, fam.targets[0], cand.path.name)
     for launch in cand.launches:
         sig = cand.signatures[launch.kernel]
         if launch.kernel not in emitted:
