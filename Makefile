@@ -8,6 +8,11 @@ KEY    ?=
 SET    ?=
 ARGS   ?=
 JOBS   ?= 2
+# The suite starts about fifty Python processes (two workers, and the tests' own pytest and
+# python subprocesses), each importing NumPy, inspect-ai and the plugins. Where the machine sets
+# PYTHONDONTWRITEBYTECODE, each of them compiled every module from source again; the tests write
+# bytecode under .cache/pycache instead (outside the source tree, removed by make clean).
+PYCACHE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.cache/pycache
 
 .PHONY: run test dry-run family report install install-local-model measure-gpu clean
 
@@ -42,15 +47,15 @@ dry-run: $(VENV)/.local-model
 
 # The CPU suite in parallel over every family set, then the CPU-stage benchmarks timed serially.
 test: $(VENV)/.local-model
-	$(BIN)/pytest -n $(JOBS) --set all --benchmark-skip
-	$(BIN)/pytest tests/family/test_bench_cpu.py --benchmark-only --benchmark-json=reports/bench-cpu.json -q
+	$(PYCACHE) $(BIN)/pytest -n $(JOBS) --set all --benchmark-skip
+	$(PYCACHE) $(BIN)/pytest tests/family/test_bench_cpu.py --benchmark-only --benchmark-json=reports/bench-cpu.json -q
 
 # Every CPU check of one family, one summary line per check (families/README.md):
 #   make family NAME=gather_rows [FAMILIES=families] [ARGS=--snapshot-update]
 # Installs the virtualenv only when it has no pytest: an existing one is used as it is.
 family: | $(if $(wildcard $(BIN)/pytest),,$(VENV)/.installed)
 	@test -n "$(NAME)" || { echo "usage: make family NAME=<family directory> [FAMILIES=<root>] [ARGS=...]" >&2; exit 2; }
-	$(BIN)/pytest -n $(JOBS) --family=$(NAME) $(if $(FAMILIES),--families-root=$(FAMILIES)) $(ARGS)
+	$(PYCACHE) $(BIN)/pytest -n $(JOBS) --family=$(NAME) $(if $(FAMILIES),--families-root=$(FAMILIES)) $(ARGS)
 
 # The measure pass on a GPU machine (docs/gpu-run.md). Its output folder lies outside the
 # repository (the pass cleans it down to the archives): MEASURE_OUT=<folder> to choose it.

@@ -4,11 +4,12 @@
 # each done or served from .cache/sparktrace/) and the seconds per stage, plus
 # pytest's 25 slowest phases.
 #   scripts/work-report.sh [--cold] [pytest arguments]   e.g. --set classic tests/family
-# --cold empties .cache/sparktrace first. SET (default all) and JOBS (default 2) as in the Makefile.
+# --cold empties .cache/sparktrace and .cache/pycache first. SET (default all) and JOBS (default 2) as in the Makefile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" == "--cold" ]]; then
-  rm -rf .cache/sparktrace
+  rm -rf .cache/sparktrace .cache/pycache
   shift
 fi
-exec .venv/bin/pytest -n "${JOBS:-2}" --set "${SET:-all}" -p no:cacheprovider --work-report --durations=25 -q "$@"
+# bytecode under .cache/pycache, as `make test` writes it (Makefile: PYCACHE)
+PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX="$PWD/.cache/pycache" exec .venv/bin/pytest -n "${JOBS:-2}" --set "${SET:-all}" -p no:cacheprovider --work-report --durations=25 -q "$@"
