@@ -7,7 +7,9 @@ is wrong and how to fix it, and never hides the other families.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import os
 import re
 import sys
 import tomllib
@@ -957,9 +959,47 @@ def _first_line(source: str, needle: str) -> int | None:
     return source.count("\n", 0, m.start()) + 1 if m else None
 
 
+_LOADED: dict[tuple[str, str], tuple[bytes, Family]] = {}
+_LOADED_MAX = 512
+
+
+def _dir_digest(fam_dir: Path) -> bytes:
+    """sha256 of every file under a family directory, names and bytes (bytecode left out): what a
+    validated Family depends on, since validation reads nothing outside its directory. Contents,
+    not mtimes: a test rewrites a file within one clock tick and must see the change."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(fam_dir):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(filenames):
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as fh:
+                data = fh.read()
+            h.update(f"{os.path.relpath(path, fam_dir)}\0{len(data)}\0".encode() + data)
+    return h.digest()
+
+
 def load_family(fam_dir: Path) -> Family:
-    """Read and validate one family directory. Raises FamilyError."""
+    """Read and validate one family directory. Raises FamilyError.
+
+    A directory validated before in this process, every file unchanged, gives the same Family
+    back: a session discovers families/ for its catalog and again for its items (about 3 s each
+    on 2 cores). Errors are never kept: a broken family is validated again, so it reports again."""
     fam_dir = Path(fam_dir)
+    try:
+        key, digest = (str(fam_dir), os.getcwd()), _dir_digest(fam_dir)
+    except OSError:
+        return _load_family(fam_dir)  # unreadable: the loader names the file
+    hit = _LOADED.get(key)
+    if hit is not None and hit[0] == digest:
+        return hit[1]
+    fam = _load_family(fam_dir)
+    if len(_LOADED) >= _LOADED_MAX:
+        _LOADED.pop(next(iter(_LOADED)))
+    _LOADED[key] = (digest, fam)
+    return fam
+
+
+def _load_family(fam_dir: Path) -> Family:
     file = _rel(fam_dir / "family.toml")
     for needed in ("family.toml", "kernel.cu", "reference.py"):
         if not (fam_dir / needed).is_file():

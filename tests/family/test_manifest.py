@@ -167,3 +167,19 @@ def test_set_selection_filters_families_and_keeps_broken_ones(tmp_path):
     edit(tmp_path / "hard_one" / "family.toml", 'set = "hard"', 'set = "medium"')
     err = error_of(tmp_path / "hard_one")
     assert err.field == "set" and "medium" in str(err)
+
+
+def test_an_unchanged_family_is_validated_once_and_any_change_is_seen(fam_dir):
+    """load_family keeps what it validated per directory and contents: the catalog and the items
+    stage read the same families in one session. A rewrite of one byte, same size, within one clock
+    tick, must still give the new family, and a broken family must report on every load."""
+    first = load_family(fam_dir)
+    assert load_family(fam_dir) is first
+    edit(fam_dir / "family.toml", 'winner = "registers"', 'winner = "tile_once"')
+    assert load_family(fam_dir).intended_winner == "tile_once"
+    edit(fam_dir / "family.toml", 'winner = "tile_once"', 'winner = "tile_onc3"')  # same size
+    for _ in range(2):
+        assert "not a rewrite id" in str(error_of(fam_dir))
+    edit(fam_dir / "family.toml", 'winner = "tile_onc3"', 'winner = "registers"')
+    again = load_family(fam_dir)
+    assert again == first and again is not first  # a fresh validation, equal to the first
