@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import os
 import re
+import stat
 import sys
 import tomllib
 import traceback
@@ -964,17 +965,26 @@ _LOADED_MAX = 512
 
 
 def _dir_digest(fam_dir: Path) -> bytes:
-    """sha256 of every file under a family directory, names and bytes (bytecode left out): what a
-    validated Family depends on, since validation reads nothing outside its directory. Contents,
-    not mtimes: a test rewrites a file within one clock tick and must see the change."""
+    """sha256 of every entry under a family directory, its kind, name and bytes (bytecode left out):
+    what a validated Family depends on, since validation reads nothing outside its directory.
+    Contents, not mtimes: a test rewrites a file within one clock tick and must see the change. A
+    link is hashed by its target and anything but a file or a link by its name alone, never opened
+    (a FIFO would block)."""
     h = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(fam_dir):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for name in sorted(filenames):
             path = os.path.join(dirpath, name)
-            with open(path, "rb") as fh:
-                data = fh.read()
-            h.update(f"{os.path.relpath(path, fam_dir)}\0{len(data)}\0".encode() + data)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                kind, data = b"L", os.fsencode(os.readlink(path))
+            elif stat.S_ISREG(mode):
+                with open(path, "rb") as fh:
+                    kind, data = b"F", fh.read()
+            else:
+                kind, data = b"O", b""
+            rel = os.fsencode(os.path.relpath(path, fam_dir))
+            h.update(kind + len(rel).to_bytes(8, "little") + rel + len(data).to_bytes(8, "little") + data)
     return h.digest()
 
 
@@ -993,9 +1003,15 @@ def load_family(fam_dir: Path) -> Family:
     if hit is not None and hit[0] == digest:
         return hit[1]
     fam = _load_family(fam_dir)
-    if len(_LOADED) >= _LOADED_MAX:
-        _LOADED.pop(next(iter(_LOADED)))
-    _LOADED[key] = (digest, fam)
+    try:
+        unchanged = _dir_digest(fam_dir) == digest  # not written to while it was validated
+    except OSError:
+        unchanged = False
+    if unchanged:
+        _LOADED.pop(key, None)
+        if len(_LOADED) >= _LOADED_MAX:
+            _LOADED.pop(next(iter(_LOADED)))
+        _LOADED[key] = (digest, fam)
     return fam
 
 

@@ -171,15 +171,26 @@ def test_set_selection_filters_families_and_keeps_broken_ones(tmp_path):
 
 def test_an_unchanged_family_is_validated_once_and_any_change_is_seen(fam_dir):
     """load_family keeps what it validated per directory and contents: the catalog and the items
-    stage read the same families in one session. A rewrite of one byte, same size, within one clock
-    tick, must still give the new family, and a broken family must report on every load."""
+    stage read the same families in one session. An edit that keeps the file's size and its
+    mtime (one clock tick) must still give the new family, and a broken family reports on every load."""
+    import os
+
+    toml = fam_dir / "family.toml"
+
+    def edit_in_place(old: str, new: str) -> None:
+        st = toml.stat()
+        edit(toml, old, new)
+        assert toml.stat().st_size == st.st_size
+        os.utime(toml, ns=(st.st_atime_ns, st.st_mtime_ns))
+
     first = load_family(fam_dir)
     assert load_family(fam_dir) is first
-    edit(fam_dir / "family.toml", 'winner = "registers"', 'winner = "tile_once"')
+    edit_in_place('winner = "registers"', 'winner = "tile_once"')
     assert load_family(fam_dir).intended_winner == "tile_once"
-    edit(fam_dir / "family.toml", 'winner = "tile_once"', 'winner = "tile_onc3"')  # same size
-    for _ in range(2):
-        assert "not a rewrite id" in str(error_of(fam_dir))
-    edit(fam_dir / "family.toml", 'winner = "tile_onc3"', 'winner = "registers"')
+    edit_in_place('winner = "tile_once"', 'winner = "tile_onc3"')
+    assert "not a rewrite id" in str(error_of(fam_dir))
+    edit_in_place('winner = "tile_onc3"', 'winner = "registers"')
     again = load_family(fam_dir)
-    assert again == first and again is not first  # a fresh validation, equal to the first
+    assert again == first and again is not first  # validated afresh, equal to the first
+    (fam_dir / "rewrites" / "notes.txt").symlink_to(fam_dir / "kernel.cu")  # a new entry, never opened
+    assert load_family(fam_dir) is not again
