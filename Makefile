@@ -8,7 +8,7 @@ KEY    ?=
 SET    ?=
 ARGS   ?=
 JOBS   ?= 2
-# The suite starts about fifty Python processes (two workers, and the tests' own pytest and
+# The suite starts dozens of Python processes (two workers, and the tests' own pytest and
 # python subprocesses), each importing NumPy, inspect-ai and the plugins. Where the machine sets
 # PYTHONDONTWRITEBYTECODE, each of them compiled every module from source again; the tests write
 # bytecode under .cache/pycache instead (outside the source tree, removed by make clean).
