@@ -7,7 +7,6 @@ is wrong and how to fix it, and never hides the other families.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import re
@@ -960,17 +959,19 @@ def _first_line(source: str, needle: str) -> int | None:
     return source.count("\n", 0, m.start()) + 1 if m else None
 
 
-_LOADED: dict[tuple[str, str], tuple[bytes, Family]] = {}
+_LOADED: dict[tuple[str, str], tuple[str, Family]] = {}
 _LOADED_MAX = 512
 
 
-def _dir_digest(fam_dir: Path) -> bytes:
-    """sha256 of every entry under a family directory, its kind, name and bytes (bytecode left out):
-    what a validated Family depends on, since validation reads nothing outside its directory.
+def _dir_digest(fam_dir: Path) -> str:
+    """The digest of every entry under a family directory, its kind, name and bytes (bytecode left
+    out): what a validated Family depends on, since validation reads nothing outside its directory.
     Contents, not mtimes: a test rewrites a file within one clock tick and must see the change. A
     link is hashed by its target and anything but a file or a link by its name alone, never opened
     (a FIFO would block)."""
-    h = hashlib.sha256()
+    from plugins.cache import store
+
+    parts: list[bytes] = []
     for dirpath, dirnames, filenames in os.walk(fam_dir):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for name in sorted(filenames):
@@ -983,9 +984,8 @@ def _dir_digest(fam_dir: Path) -> bytes:
                     kind, data = b"F", fh.read()
             else:
                 kind, data = b"O", b""
-            rel = os.fsencode(os.path.relpath(path, fam_dir))
-            h.update(kind + len(rel).to_bytes(8, "little") + rel + len(data).to_bytes(8, "little") + data)
-    return h.digest()
+            parts += [kind, os.fsencode(os.path.relpath(path, fam_dir)), data]
+    return store.digest("family-dir/1", *parts)
 
 
 def load_family(fam_dir: Path) -> Family:
