@@ -16,6 +16,8 @@ COUNTS: Counter[str] = Counter()
 # The kinds counted, in the order the report lists them: (counter, what it is).
 KINDS: tuple[tuple[str, str], ...] = (
     ("nvrtc_compile", "NVRTC compiles to a cubin"),
+    ("nvrtc_pch_create", "NVRTC precompiled headers made"),
+    ("nvrtc_pch_evict", "NVRTC precompiled headers removed to stay under the cap"),
     ("nvdisasm", "nvdisasm runs"),
     ("recorded_profile", "profiles served from a committed report (same code sections and tools)"),
     ("emu_build", "emulator kernel builds (g++)"),

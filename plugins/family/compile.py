@@ -18,6 +18,7 @@ import json
 from dataclasses import asdict
 
 from plugins.cache import store
+from plugins.family import pch
 
 # Shared with the GPU run (plugins/measure/device.py passes the same options to CuPy).
 # CuPy 14 always appends -ftz=true and --device-as-default-execution-space to
@@ -36,10 +37,14 @@ STATIC_SHARED_LIMIT = 48 * 1024
 # header-heavy family on two targets); header-heavy candidates (mma.h, cuda_pipeline,
 # cooperative_groups) compile about 3x faster. 629/630 are PCH-only diagnostics (a PCH
 # made with other options or includes is not used). SPARKTRACE_NO_PCH=1 turns it off.
-PCH_OPTIONS: tuple[str, ...] = ("-pch", "--pch-messages=false", "--diag-suppress=629,630")
+# The files go to a folder of this process's own (plugins/family/pch.py), never /tmp;
+# NVRTC's messages name the PCH each compile made or used, so the least recently used
+# is the one removed, and the messages are then taken out of the log.
+PCH_OPTIONS: tuple[str, ...] = ("-pch", "--pch-messages=true", "--diag-suppress=629,630")
 
 
 def speed_options() -> tuple[str, ...]:
+    """The PCH flags, as the cache key sees them: where the files go does not change the cubin."""
     return () if os.environ.get("SPARKTRACE_NO_PCH") == "1" else PCH_OPTIONS
 
 
@@ -203,12 +208,18 @@ def _nvrtc_compile(source: str, arch: str, name: str) -> CompileResult:
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise RuntimeError(f"nvrtcCreateProgram failed: {err}")
     try:
-        opts = [o.encode() for o in (*NVRTC_OPTIONS, *include_options(), f"-arch={arch}", "-Xptxas=-v", *speed_options())]
+        speed = speed_options()
+        pch_dir = pch.folder() if speed else None
+        opts = [o.encode() for o in (*NVRTC_OPTIONS, *include_options(), f"-arch={arch}", "-Xptxas=-v", *speed,
+                                     *((f"--pch-dir={pch_dir}",) if pch_dir else ()))]
         (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
         buf = b" " * size
         nvrtc.nvrtcGetProgramLog(prog, buf)
         log = clean_log(buf.decode(errors="replace"))
+        if pch_dir:
+            log = pch.note_use(pch_dir, log)
+            pch.prune(pch_dir)
         ok = res == nvrtc.nvrtcResult.NVRTC_SUCCESS
         ptx = ""
         cubin = b""

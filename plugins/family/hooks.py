@@ -5,11 +5,13 @@ from pathlib import Path
 
 import pytest
 
+from plugins.family import pch
 from plugins.family.catalog import Catalog, ResourceLog
 from plugins.family.manifest import DEFAULT_SET, SET_CHOICES, selected_sets
 from plugins.family.single import FamilyRun
 
 CATALOG = pytest.StashKey[Catalog]()
+PCH_OWNER = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -23,6 +25,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.stash[PCH_OWNER] = pch.claim()
     sets = selected_sets(config.getoption("st_set"))
     root, one = Path(config.rootpath, config.getoption("families_root")), config.getoption("st_family")
     try:
@@ -35,6 +38,11 @@ def pytest_configure(config: pytest.Config) -> None:
         log = ResourceLog(Path(config.rootpath, config.getoption("resources_out")),
                           families_root=Path(config.rootpath, config.getoption("families_root")))
         config.pluginmanager.register(log, "sparktrace-resources")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(PCH_OWNER, False):  # an xdist worker may never reach atexit
+        pch.release()
 
 
 @pytest.hookimpl(trylast=True)  # after syrupy has recorded the whole collection: it must not see deselected snapshots as unused
