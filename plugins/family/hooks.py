@@ -40,6 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(log, "sparktrace-resources")
 
 
+@pytest.hookimpl(trylast=True)  # after anything else that might still compile
 def pytest_unconfigure(config: pytest.Config) -> None:
     if config.stash.get(PCH_OWNER, False):  # an xdist worker may never reach atexit
         pch.release()
