@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterable, Mapping
 
+from plugins.cache import store
 from plugins.family.compile import ARCHS
 from plugins.family import needs as needs_mod
 from plugins.family.cuda_source import (
@@ -969,8 +970,6 @@ def _dir_digest(fam_dir: Path) -> str:
     Contents, not mtimes: a test rewrites a file within one clock tick and must see the change. A
     link is hashed by its target and anything but a file or a link by its name alone, never opened
     (a FIFO would block)."""
-    from plugins.cache import store
-
     parts: list[bytes] = []
     for dirpath, dirnames, filenames in os.walk(fam_dir):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
@@ -1174,8 +1173,6 @@ def _check_reference_once(fam: Family, module: ModuleType) -> None:
     a failure is never stored, so a broken family reports its error every time.
     """
     import numpy as np
-
-    from plugins.cache import store
 
     files = sorted(p for p in fam.path.iterdir() if p.suffix == ".py" or p.name == "family.toml")
     key = store.digest("reference-contract/1", *(p.name.encode() + b"\0" + p.read_bytes() for p in files),

@@ -71,8 +71,8 @@ def _make(root: Path) -> tuple[Path, int]:
 
 def sweep(root: Path) -> list[Path]:
     """Remove the folders under `root` whose lock nobody holds; what was removed. A folder
-    without a lock file is not one of these and is left alone."""
-    mine = {path for path, _ in _OWNED.values()}
+    without a lock file is not one of these and is left alone. This process's own folders are
+    locked through other open files, so they are skipped like any live one."""
     gone = []
     try:
         entries = list(os.scandir(root))
@@ -80,7 +80,7 @@ def sweep(root: Path) -> list[Path]:
         return gone
     for entry in entries:
         path = Path(entry.path)
-        if entry.name.startswith(".") or path in mine or not entry.is_dir(follow_symlinks=False):
+        if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
             continue
         if (fd := _lock(path, wait=False)) is None:
             continue  # its process lives
