@@ -190,6 +190,33 @@ def test_shuffle_with_exited_lane_is_reported(emu, rng):
                        {"x": x, "sums": np.zeros(64, np.float32)}, timeout_s=20)
 
 
+MIXED_OPS = r'''
+extern "C" __global__ void k0(const float* __restrict__ x, float* __restrict__ sums)
+{
+    unsigned lane = threadIdx.x & 31;
+    float v = x[threadIdx.x];
+    if (lane < 16) v = __shfl_xor_sync(LOW_MASK, v, 1);
+    else v = (float)__ballot_sync(0xffffffffu, v > 0.0f);
+    sums[threadIdx.x] = v;
+}
+'''
+
+
+@pytest.mark.parametrize("low_mask, words", [
+    # the first lane checked names a lane at another op
+    ("0xffffffffu", r"warp 0: lane 0 is at __shfl_xor_sync while lane 16, named in its mask 0xffffffff, is at __ballot_sync"),
+    # lanes 0-15 agree among themselves; only lane 16, with another mask and op, names a lane at another op
+    ("0x0000ffffu", r"warp 0: lane 16 is at __ballot_sync while lane 0, named in its mask 0xffffffff, is at __shfl_xor_sync"),
+], ids=["first-lane-checked", "later-lane-checked"])
+def test_lanes_at_different_warp_ops_are_reported(emu, rng, low_mask, words):
+    """resolve_warp checks each distinct (mask, op) of the released lanes once: a later lane whose
+    pair differs is still checked."""
+    x = rng.standard_normal(32).astype(np.float32)
+    with pytest.raises(emu.EmuLaunchError, match=words):
+        emu.run_source(MIXED_OPS.replace("LOW_MASK", low_mask), [launch("k0", 1, 32, buf("x"), buf("sums"))],
+                       {"x": x, "sums": np.zeros(32, np.float32)}, timeout_s=20)
+
+
 # --------------------------------------------------------------------------- atomics
 
 

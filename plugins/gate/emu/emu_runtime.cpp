@@ -669,10 +669,19 @@ int resolve_warp(emu_block* b, unsigned lo, unsigned hi) {
         if ((m & waiting) == m) release |= 1u << l;
     }
     if (!release) return 0;
+    // Every lane a released lane names must be at the same op. The verdict depends only on the
+    // lane's (mask, op), so a pair already checked is not checked again: usually all 32 lanes
+    // share one, and the check is one pass per warp op instead of 32 (it was the gate's hot loop).
+    unsigned seen_mask = 0;
+    int seen_op = 0, seen = 0;
     for (unsigned l = 0; l < nl; ++l) {
         if (!(release >> l & 1)) continue;
         emu_thread* t = &th[l];
         unsigned m = t->wmask;
+        if (seen && m == seen_mask && t->wop == seen_op) continue;
+        seen = 1;
+        seen_mask = m;
+        seen_op = t->wop;
         for (unsigned j = 0; j < nl; ++j)
             if ((m >> j & 1) && th[j].wop != t->wop)
                 fail_block(b, "warp %u: lane %u is at %s while lane %u, named in its mask 0x%08x, is at %s",
