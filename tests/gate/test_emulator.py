@@ -196,24 +196,31 @@ extern "C" __global__ void k0(const float* __restrict__ x, float* __restrict__ s
     unsigned lane = threadIdx.x & 31;
     float v = x[threadIdx.x];
     if (lane < 16) v = __shfl_xor_sync(LOW_MASK, v, 1);
-    else v = (float)__ballot_sync(0xffffffffu, v > 0.0f);
+    else if (lane < MID_LANE) v = __shfl_xor_sync(HIGH_MASK, v, 1);
+    else v = (float)__ballot_sync(HIGH_MASK, v > 0.0f);
     sums[threadIdx.x] = v;
 }
 '''
 
 
-@pytest.mark.parametrize("low_mask, words", [
+@pytest.mark.parametrize("low_mask, high_mask, mid_lane, words", [
     # the first lane checked names a lane at another op
-    ("0xffffffffu", r"warp 0: lane 0 is at __shfl_xor_sync while lane 16, named in its mask 0xffffffff, is at __ballot_sync"),
-    # lanes 0-15 agree among themselves; only lane 16, with another mask and op, names a lane at another op
-    ("0x0000ffffu", r"warp 0: lane 16 is at __ballot_sync while lane 0, named in its mask 0xffffffff, is at __shfl_xor_sync"),
-], ids=["first-lane-checked", "later-lane-checked"])
-def test_lanes_at_different_warp_ops_are_reported(emu, rng, low_mask, words):
-    """resolve_warp checks each distinct (mask, op) of the released lanes once: a later lane whose
-    pair differs is still checked."""
+    ("0xffffffffu", "0xffffffffu", 16,
+     r"warp 0: lane 0 is at __shfl_xor_sync while lane 16, named in its mask 0xffffffff, is at __ballot_sync"),
+    # lanes 0-15 agree among themselves; lane 16, with another mask and op, names a lane at another op
+    ("0x0000ffffu", "0xffffffffu", 16,
+     r"warp 0: lane 16 is at __ballot_sync while lane 0, named in its mask 0xffffffff, is at __shfl_xor_sync"),
+    # lane 16 has the op lanes 0-15 checked, but another mask: it must be checked (a memo keyed on the op alone would not)
+    ("0x0000ffffu", "0xffff0000u", 24,
+     r"warp 0: lane 16 is at __shfl_xor_sync while lane 24, named in its mask 0xffff0000, is at __ballot_sync"),
+], ids=["first-lane-checked", "later-lane-checked", "same-op-other-mask-checked"])
+def test_lanes_at_different_warp_ops_are_reported(emu, rng, low_mask, high_mask, mid_lane, words):
+    """resolve_warp skips a lane whose (mask, op) equals the last one it checked: a later lane
+    whose pair differs is still checked, and the lane reported is the one the full check names."""
     x = rng.standard_normal(32).astype(np.float32)
+    source = MIXED_OPS.replace("LOW_MASK", low_mask).replace("HIGH_MASK", high_mask).replace("MID_LANE", str(mid_lane))
     with pytest.raises(emu.EmuLaunchError, match=words):
-        emu.run_source(MIXED_OPS.replace("LOW_MASK", low_mask), [launch("k0", 1, 32, buf("x"), buf("sums"))],
+        emu.run_source(source, [launch("k0", 1, 32, buf("x"), buf("sums"))],
                        {"x": x, "sums": np.zeros(32, np.float32)}, timeout_s=20)
 
 

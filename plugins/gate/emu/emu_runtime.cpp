@@ -670,8 +670,9 @@ int resolve_warp(emu_block* b, unsigned lo, unsigned hi) {
     }
     if (!release) return 0;
     // Every lane a released lane names must be at the same op. The verdict depends only on the
-    // lane's (mask, op), so a pair already checked is not checked again: usually all 32 lanes
-    // share one, and the check is one pass per warp op instead of 32 (it was the gate's hot loop).
+    // lane's (mask, op), so a lane whose pair equals the last one checked is skipped: usually all
+    // 32 lanes share one, and the check is one pass per warp op instead of 32 (it was the
+    // scheduler's hot loop). Interleaved groups of lanes still cost a pass each.
     unsigned seen_mask = 0;
     int seen_op = 0, seen = 0;
     for (unsigned l = 0; l < nl; ++l) {
