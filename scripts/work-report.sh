@@ -11,5 +11,7 @@ if [[ "${1:-}" == "--cold" ]]; then
   rm -rf .cache/sparktrace .cache/pycache
   shift
 fi
-# bytecode under .cache/pycache, as `make test` writes it (Makefile: PYCACHE)
+# bytecode under .cache/pycache and malloc on huge pages, as `make test` runs (Makefile: SUITE_ENV;
+# your GLIBC_TUNABLES come after, so they win)
+GLIBC_TUNABLES="glibc.malloc.hugetlb=1${GLIBC_TUNABLES:+:$GLIBC_TUNABLES}" \
 PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX="$PWD/.cache/pycache" exec .venv/bin/pytest -n "${JOBS:-2}" --set "${SET:-all}" -p no:cacheprovider --work-report --durations=25 -q "$@"
