@@ -11,7 +11,7 @@ if [[ "${1:-}" == "--cold" ]]; then
   rm -rf .cache/sparktrace .cache/pycache
   shift
 fi
-# bytecode under .cache/pycache and malloc on huge pages, as `make test` runs (Makefile: SUITE_ENV;
-# your GLIBC_TUNABLES come after, so they win)
+# bytecode under .cache/pycache, malloc on huge pages and idle workers stealing tests, as
+# `make test` runs (Makefile: SUITE_ENV and XDIST; your GLIBC_TUNABLES come after, so they win)
 GLIBC_TUNABLES="glibc.malloc.hugetlb=1${GLIBC_TUNABLES:+:$GLIBC_TUNABLES}" \
-PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX="$PWD/.cache/pycache" exec .venv/bin/pytest -n "${JOBS:-2}" --set "${SET:-all}" -p no:cacheprovider --work-report --durations=25 -q "$@"
+PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX="$PWD/.cache/pycache" exec .venv/bin/pytest -n "${JOBS:-2}" --dist worksteal --set "${SET:-all}" -p no:cacheprovider --work-report --durations=25 -q "$@"

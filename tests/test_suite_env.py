@@ -3,7 +3,8 @@
 Why: glibc's malloc on transparent huge pages makes each emulator fork of a large
 worker cheaper. It must reach every pytest the Makefile and scripts/work-report.sh
 start, come before the caller's tunables (so theirs win), and really make glibc
-advise huge pages where glibc and the kernel support it.
+advise huge pages where glibc and the kernel support it. The parallel runs let an idle
+worker steal pending tests (one worker ran the emulated gate alone for a third of a run).
 """
 from __future__ import annotations
 
@@ -56,6 +57,18 @@ def test_every_pytest_of_make_gets_the_tunable(tmp_path, target):
 
 
 @needs_make
+@pytest.mark.parametrize("target", [["test"], ["family", "NAME=gather_rows"], ["test", "JOBS=3"]])
+def test_parallel_runs_let_idle_workers_steal_tests(tmp_path, target):
+    venv = _stub_venv(tmp_path / "venv")
+    lines = _started(["make", "-s", "-C", str(ROOT), *target, f"VENV={venv}"], _env())
+    jobs = target[1].removeprefix("JOBS=") if len(target) > 1 and target[1].startswith("JOBS=") else "2"
+    parallel = [line for line in lines if "ARGS=-n " in line]
+    assert len(parallel) == 1 and f" ARGS=-n {jobs} --dist worksteal " in parallel[0], lines
+    if target[0] == "test":  # the benchmarks stay serial: they are timed
+        assert any("--benchmark-only" in line and "-n" not in line.split() for line in lines), lines
+
+
+@needs_make
 @pytest.mark.parametrize("where", ["environment", "command line"])
 def test_the_callers_tunables_come_after_so_they_win(tmp_path, where):
     venv = _stub_venv(tmp_path / "venv")
@@ -74,7 +87,7 @@ def test_work_report_starts_pytest_with_the_tunable(tmp_path, theirs):
     env = _env(**({"GLIBC_TUNABLES": theirs} if theirs else {}))
     lines = _started(["bash", str(tmp_path / "scripts" / "work-report.sh"), "--set", "classic"], env, cwd=tmp_path)
     want = TUNABLE + (f":{theirs}" if theirs else "")
-    assert len(lines) == 1 and lines[0].startswith(f"STUB GLIBC_TUNABLES={want} ARGS=-n 2 --set all"), lines
+    assert len(lines) == 1 and lines[0].startswith(f"STUB GLIBC_TUNABLES={want} ARGS=-n 2 --dist worksteal --set all"), lines
 
 
 def _glibc_at_least(major: int, minor: int) -> bool:
