@@ -555,20 +555,32 @@ inline void race_access(const void* p, unsigned long n, int write, uintptr_t pc)
     if (off + n > g_shadow_span) n = g_shadow_span - off;
     emu_thread* t = emu_cur;
     unsigned long long tt = g_time << 24 | (unsigned long long)(t - g_thr_base + 1);
+    // The bytes of one access mostly hold the same three records (a float written whole). What
+    // race_ordered answers depends only on a record's tt and on state this loop does not change,
+    // so a byte whose three tt equal the previous byte's gets the previous byte's verdict: it
+    // passed (else the report has exited) and takes the same update. Any other byte is checked.
+    unsigned long long last[3] = {~0ull, ~0ull, ~0ull};
+    int keep = 0;  // a read: which reader slot the last checked byte's access took (0: neither)
     for (unsigned long k = 0; k < n; ++k) {
         race_rec* s = &g_shadow[(off + k) * 3];
         const char* q = (const char*)p + k;
+        bool same = s[0].tt == last[0] && s[1].tt == last[1] && s[2].tt == last[2];
+        if (!same) last[0] = s[0].tt, last[1] = s[1].tt, last[2] = s[2].tt;
         if (write) {
-            if (!race_ordered(s[0].tt, t)) race_report("write after write", q, t, s[0], pc);
-            if (!race_ordered(s[1].tt, t)) race_report("write after read", q, t, s[1], pc);
-            if (!race_ordered(s[2].tt, t)) race_report("write after read", q, t, s[2], pc);
+            if (!same) {
+                if (!race_ordered(s[0].tt, t)) race_report("write after write", q, t, s[0], pc);
+                if (!race_ordered(s[1].tt, t)) race_report("write after read", q, t, s[1], pc);
+                if (!race_ordered(s[2].tt, t)) race_report("write after read", q, t, s[2], pc);
+            }
             s[0] = race_rec{tt, pc};
             s[1].tt = s[2].tt = 0;
         } else {
-            if (!race_ordered(s[0].tt, t)) race_report("read after write", q, t, s[0], pc);
-            // keep up to two readers no later access is ordered after: a later write races with one of them
-            if (!s[1].tt || race_ordered(s[1].tt, t)) s[1] = race_rec{tt, pc};
-            else if (!s[2].tt || race_ordered(s[2].tt, t)) s[2] = race_rec{tt, pc};
+            if (!same) {
+                if (!race_ordered(s[0].tt, t)) race_report("read after write", q, t, s[0], pc);
+                // keep up to two readers no later access is ordered after: a later write races with one of them
+                keep = !s[1].tt || race_ordered(s[1].tt, t) ? 1 : !s[2].tt || race_ordered(s[2].tt, t) ? 2 : 0;
+            }
+            if (keep) s[keep] = race_rec{tt, pc};
         }
     }
 }
