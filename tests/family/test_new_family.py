@@ -68,7 +68,7 @@ def test_make_family_reuses_an_existing_venv(tmp_path):
     dry = _make("family", "NAME=gather_rows", "FAMILIES=tests/fixtures/families", venv=venv)
     assert dry.returncode == 0, dry.stderr
     assert "pip install" not in dry.stdout and "-m venv" not in dry.stdout
-    assert f"{venv}/bin/pytest -n 2 --family=gather_rows --families-root=tests/fixtures/families" in dry.stdout
+    assert f"{venv}/bin/pytest -n 2 --dist worksteal --family=gather_rows --families-root=tests/fixtures/families" in dry.stdout
     fresh = _make("family", "NAME=gather_rows", venv=tmp_path / "none")
     assert "-m venv" in fresh.stdout  # a fresh machine still gets one
 
