@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import tomllib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -52,6 +53,22 @@ class Catalog:
             triples = [(f, c, a) for f in self.families for c in f.all_candidates for a in f.targets]
             return triples, [f"{f.name}/{c.id}/{a}" for f, c, a in triples]
         return None
+
+
+    def rank(self, params: dict[str, Any]) -> int:
+        """Where a test's family comes in discovery order (-1: no family argument). Why: sorted by it
+        (stably), each family's compile, profile and gate tests sit together, so an xdist worker that
+        takes a contiguous run of tests (--dist worksteal) compiles what the other is not compiling:
+        in file order, the two halves asked for the same cubins at once and made them twice."""
+        for name in ("compile_case", "candidate", "family", "group_member", "discovered"):
+            if name in params:
+                value = params[name]
+                return self._order.get((value[0] if isinstance(value, tuple) else value).name, len(self._order))
+        return -1
+
+    @cached_property
+    def _order(self) -> dict[str, int]:
+        return {d.name: i for i, d in enumerate(self.found)}
 
 
 @dataclass(eq=False)  # registered as a pytest plugin, so it must stay hashable

@@ -50,6 +50,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if (run := config.pluginmanager.get_plugin("sparktrace-family-run")) is not None:
         run.deselect(config, items)
+    rank = config.stash[CATALOG].rank
+    items.sort(key=lambda item: rank(getattr(getattr(item, "callspec", None), "params", {})))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
