@@ -109,10 +109,11 @@ class ResourceLog:
         if not isinstance(merged, dict):
             merged = {}
         merged.update(self.rows)
-        merged = {k: v for k, v in merged.items() if self._exists(k)}
+        declared: dict[Path, frozenset[str]] = {}  # each family.toml read once, not once per row (2,000 rows)
+        merged = {k: v for k, v in merged.items() if self._exists(k, declared)}
         write_json_atomic(self.path, dict(sorted(merged.items())))
 
-    def _exists(self, key: str) -> bool:
+    def _exists(self, key: str, declared: dict[Path, frozenset[str]]) -> bool:
         """Whether a `family/candidate/arch/kernel` row still has its family and candidate."""
         if key in self.rows or self.families_root is None:
             return True
@@ -120,19 +121,21 @@ class ResourceLog:
         if len(parts) != 4:
             return False
         fam_dir = self.families_root / parts[0]
-        return candidate_exists(fam_dir, parts[1])
+        if fam_dir not in declared:
+            declared[fam_dir] = declared_candidates(fam_dir)
+        return parts[1] in declared[fam_dir]
 
 
-def candidate_exists(fam_dir: Path, cid: str) -> bool:
-    """Whether family.toml under `fam_dir` still declares candidate `cid` (read leniently)."""
+def declared_candidates(fam_dir: Path) -> frozenset[str]:
+    """The candidate ids family.toml under `fam_dir` declares ("start" among them when it has a
+    start), read leniently: none when it is missing or does not parse."""
     try:
         raw = tomllib.loads((fam_dir / "family.toml").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    if cid == "start":
-        return "start" in raw
+        return frozenset()
     tables = [*raw.get("rewrites", []), *raw.get("wrong", [])]
-    return any(isinstance(t, dict) and t.get("id") == cid for t in tables)
+    ids = {t["id"] for t in tables if isinstance(t, dict) and isinstance(t.get("id"), str)}
+    return frozenset((ids - {"start"}) | ({"start"} if "start" in raw else set()))
 
 
 def candidate_label(fam: Family, cand: Candidate) -> str:
