@@ -21,9 +21,11 @@ PYCACHE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.cache/pycache
 HUGEPAGE_MALLOC := GLIBC_TUNABLES='glibc.malloc.hugetlb=1$(if $(GLIBC_TUNABLES),:$(GLIBC_TUNABLES))'
 SUITE_ENV := $(PYCACHE) $(HUGEPAGE_MALLOC)
 # Workers that run out of tests take pending ones from the others. Why: under xdist's default
-# (load) a worker is handed batches of up to a quarter of what is left, never taken back; the
-# emulated gate's tests come last and landed in one batch, so one worker ran them alone for the
-# last 131 s of a 413 s run (the other was done). With worksteal both ended within 1 s: 365 s.
+# (load) a worker is handed batches of up to a quarter of what is left (with 2 workers), never
+# taken back; the emulated gate's tests, then last in file order, landed in one batch, so one
+# worker ran them alone for the last 131 s of a 413 s run (the other was done). With worksteal
+# both ended within 1 s: 365 s. Worksteal hands out contiguous runs of tests, so the family
+# tests run grouped by family (plugins/family/hooks.py: WorkOrder).
 XDIST := -n $(JOBS) --dist worksteal
 
 .PHONY: run test dry-run family report install install-local-model measure-gpu clean

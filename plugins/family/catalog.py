@@ -54,16 +54,17 @@ class Catalog:
             return triples, [f"{f.name}/{c.id}/{a}" for f, c, a in triples]
         return None
 
-
     def rank(self, params: dict[str, Any]) -> int:
-        """Where a test's family comes in discovery order (-1: no family argument). Why: sorted by it
-        (stably), each family's compile, profile and gate tests sit together, so an xdist worker that
-        takes a contiguous run of tests (--dist worksteal) compiles what the other is not compiling:
-        in file order, the two halves asked for the same cubins at once and made them twice."""
+        """Where a test's family comes in discovery order; -1 for a test of no family (or an argument of
+        that name holding something else, such as the empty set's NOTSET). Why: sorted by it (stably),
+        each family's compile, profile and gate tests sit together, so an xdist worker that takes a
+        contiguous run of tests (--dist worksteal) compiles what the other is not compiling: in file
+        order, the two halves asked for the same cubins at once and made them twice."""
         for name in ("compile_case", "candidate", "family", "group_member", "discovered"):
             if name in params:
-                value = params[name]
-                return self._order.get((value[0] if isinstance(value, tuple) else value).name, len(self._order))
+                value = params[name][0] if isinstance(params[name], tuple) and params[name] else params[name]
+                if isinstance(value, (Family, Discovered)):
+                    return self._order.get(value.name, -1)
         return -1
 
     @cached_property
@@ -109,7 +110,7 @@ class ResourceLog:
         if not isinstance(merged, dict):
             merged = {}
         merged.update(self.rows)
-        declared: dict[Path, frozenset[str]] = {}  # each family.toml read once, not once per row (2,000 rows)
+        declared: dict[Path, frozenset[str]] = {}  # each family.toml read once, not once per row
         merged = {k: v for k, v in merged.items() if self._exists(k, declared)}
         write_json_atomic(self.path, dict(sorted(merged.items())))
 
@@ -128,12 +129,13 @@ class ResourceLog:
 
 def declared_candidates(fam_dir: Path) -> frozenset[str]:
     """The candidate ids family.toml under `fam_dir` declares ("start" among them when it has a
-    start), read leniently: none when it is missing or does not parse."""
+    start), read leniently: none when it is missing or does not parse; a `rewrites` or `wrong` that
+    is not a list of tables adds none."""
     try:
         raw = tomllib.loads((fam_dir / "family.toml").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return frozenset()
-    tables = [*raw.get("rewrites", []), *raw.get("wrong", [])]
+    tables = [t for key in ("rewrites", "wrong") if isinstance(raw.get(key), list) for t in raw[key]]
     ids = {t["id"] for t in tables if isinstance(t, dict) and isinstance(t.get("id"), str)}
     return frozenset((ids - {"start"}) | ({"start"} if "start" in raw else set()))
 

@@ -32,6 +32,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[CATALOG] = Catalog.load(root, sets) if not one else Catalog.load(root).only(one)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    config.pluginmanager.register(WorkOrder(config.stash[CATALOG]), "sparktrace-work-order")
     if one:
         config.pluginmanager.register(FamilyRun(one), "sparktrace-family-run")
     if not hasattr(config, "workerinput"):  # only the controller writes the merged file
@@ -50,8 +51,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if (run := config.pluginmanager.get_plugin("sparktrace-family-run")) is not None:
         run.deselect(config, items)
-    rank = config.stash[CATALOG].rank
-    items.sort(key=lambda item: rank(getattr(getattr(item, "callspec", None), "params", {})))
+
+
+class WorkOrder:
+    """Each family's tests together, in discovery order, the rest first (Catalog.rank says why).
+    First of the collection hooks, so that what reorders or deselects by position (--sw, --lf's
+    ordering, pytest's fixture grouping) sees the order the session runs."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        items.sort(key=lambda item: self.catalog.rank(getattr(getattr(item, "callspec", None), "params", {})))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

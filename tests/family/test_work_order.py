@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from plugins.family.catalog import Catalog
+from plugins.family.hooks import WorkOrder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "families"
 
@@ -30,6 +31,31 @@ def test_rank_is_the_familys_place_whatever_argument_names_it():
         assert cat.rank({"compile_case": (fam, cand, fam.targets[0]), "other": 3}) == want
     assert cat.rank({"discovered": cat.found[-1]}) == len(cat.found) - 1
     assert cat.rank({}) == cat.rank({"kind": "source"}) == -1
+    from _pytest.compat import NOTSET  # what pytest passes for an empty parameter set (no data groups)
+
+    assert cat.rank({"group_member": NOTSET}) == cat.rank({"family": "gather_rows"}) == -1
+
+
+class _Item:
+    def __init__(self, name: str, **params: object) -> None:
+        self.name = name
+        if params:
+            self.callspec = type("CallSpec", (), {"params": params})()
+
+
+def test_the_hook_puts_each_familys_tests_together_in_discovery_order():
+    """File order (compile tests of every family, then profile tests, then gate tests) becomes family
+    order; tests of no family keep their relative order, first."""
+    cat = Catalog.load(FIXTURES)
+    a, b = cat.families[:2]
+    ca, cb = a.all_candidates[0], b.all_candidates[0]
+    items = [_Item("plain1"), _Item("compile-b", compile_case=(b, cb, b.targets[0])),
+             _Item("compile-a", compile_case=(a, ca, a.targets[0])), _Item("plain2"),
+             _Item("profile-b", family=b), _Item("profile-a", family=a),
+             _Item("gate-a", candidate=(a, ca)), _Item("gate-b", candidate=(b, cb)), _Item("plain3", kind="x")]
+    WorkOrder(cat).pytest_collection_modifyitems(items)
+    assert [i.name for i in items] == ["plain1", "plain2", "plain3", "compile-a", "profile-a", "gate-a",
+                                       "compile-b", "profile-b", "gate-b"]
 
 
 def test_this_sessions_family_tests_are_grouped_by_family_after_the_rest(request):
