@@ -22,6 +22,7 @@ KINDS: tuple[tuple[str, str], ...] = (
     ("recorded_profile", "profiles served from a committed report (same code sections and tools)"),
     ("emu_build", "emulator kernel builds (g++)"),
     ("emu_runtime_build", "emulator runtime builds (g++)"),
+    ("emu_pch_build", "emulator prelude precompiled headers (g++)"),
     ("reference", "reference calls (gate buffers)"),
 )
 
