@@ -16,6 +16,10 @@ from plugins.atomicio import write_json_atomic
 from plugins.family.manifest import Candidate, Discovered, Family, discover
 
 
+# The test arguments a catalog parametrizes (Catalog.cases), each holding a family or starting with one.
+FAMILY_ARGS: tuple[str, ...] = ("discovered", "family", "candidate", "compile_case", "group_member")
+
+
 @dataclass(frozen=True)
 class Catalog:
     root: Path
@@ -60,11 +64,11 @@ class Catalog:
         each family's compile, profile and gate tests sit together, so an xdist worker that takes a
         contiguous run of tests (--dist worksteal) compiles what the other is not compiling: in file
         order, the two halves asked for the same cubins at once and made them twice."""
-        for name in ("compile_case", "candidate", "family", "group_member", "discovered"):
-            if name in params:
-                value = params[name][0] if isinstance(params[name], tuple) and params[name] else params[name]
-                if isinstance(value, (Family, Discovered)):
-                    return self._order.get(value.name, -1)
+        for name in FAMILY_ARGS:
+            value = params.get(name)
+            value = value[0] if isinstance(value, tuple) and value else value  # (family, candidate[, target])
+            if isinstance(value, (Family, Discovered)):
+                return self._order.get(value.name, -1)
         return -1
 
     @cached_property

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from plugins.family import pch
-from plugins.family.catalog import Catalog, ResourceLog
+from plugins.family.catalog import FAMILY_ARGS, Catalog, ResourceLog
 from plugins.family.manifest import DEFAULT_SET, SET_CHOICES, selected_sets
 from plugins.family.single import FamilyRun
 
@@ -67,7 +67,7 @@ class WorkOrder:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    for name in ("discovered", "family", "candidate", "compile_case", "group_member"):
+    for name in FAMILY_ARGS:
         if name in metafunc.fixturenames and (cases := metafunc.config.stash[CATALOG].cases(name)):
             if cases[0] or name == "group_member":  # no data group selected: one "empty parameter set" skip
                 metafunc.parametrize(name, cases[0], ids=cases[1])

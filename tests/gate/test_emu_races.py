@@ -31,6 +31,27 @@ def _run(kernel: str) -> np.ndarray:
                               name="tests/fixtures/emu/races.cu")["out"]
 
 
+def _race(kernel: str) -> str:
+    """The message of the race the emulator reports for `kernel`."""
+    from plugins.gate.emulate import EmuRace
+
+    with pytest.raises(EmuRace) as err:
+        _run(kernel)
+    return str(err.value)
+
+
+def _assert_lines(msg: str, kernel: str, later: str, earlier: str) -> None:
+    """The message names, as the later and the earlier access, the first lines of `kernel` holding those texts."""
+    lines = SRC.read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines, 1) if f" {kernel}(" in ln)
+
+    def first_after(text: str) -> int:
+        return next(i for i, ln in enumerate(lines, 1) if i > start and text in ln)
+
+    assert f"later access at tests/fixtures/emu/races.cu:{first_after(later)}" in msg, msg
+    assert f"earlier at tests/fixtures/emu/races.cu:{first_after(earlier)}" in msg, msg
+
+
 @pytest.mark.parametrize("kernel, kind, later, earlier", [
     ("lower_neighbour", "read after write", "float left = t > 0 ? s[t - 1]", "s[t] = i < n ? x[i] : 0.0f;"),
     ("higher_neighbour", "write after read", "s[t] = i < n ? x[i] : 0.0f;", "float right ="),
@@ -40,21 +61,10 @@ def _run(kernel: str) -> np.ndarray:
     ("cluster_unsynced", "write after read", "s[t] = i < n ? x[i] : 0.0f;", "float p = peer[t];"),
 ])
 def test_planted_race_is_reported_with_kernel_buffer_threads_and_lines(kernel, kind, later, earlier):
-    from plugins.gate.emulate import EmuRace
-
-    with pytest.raises(EmuRace) as err:
-        _run(kernel)
-    msg = str(err.value)
+    msg = _race(kernel)
     assert f"kernel {kernel} (launch 0)" in msg and f"({kind})" in msg and "__shared__ s, byte" in msg
     assert msg.count("thread (") == 2
-    lines = SRC.read_text().splitlines()
-    start = next(i for i, ln in enumerate(lines, 1) if f" {kernel}(" in ln)
-
-    def first_after(text: str) -> int:
-        return next(i for i, ln in enumerate(lines, 1) if i > start and text in ln)
-
-    assert f"later access at tests/fixtures/emu/races.cu:{first_after(later)}" in msg, msg
-    assert f"earlier at tests/fixtures/emu/races.cu:{first_after(earlier)}" in msg, msg
+    _assert_lines(msg, kernel, later, earlier)
 
 
 @pytest.mark.parametrize("kernel, kind, later, earlier", [
@@ -71,17 +81,9 @@ def test_a_race_on_a_later_byte_of_one_access_is_reported_at_that_byte(kernel, k
     missed by a check of the first byte alone or by a memo on any two of the three records; the
     last three by a memo that skips the reused bytes' update (of the write, or of either reader
     slot)."""
-    from plugins.gate.emulate import EmuRace
-
-    with pytest.raises(EmuRace) as err:
-        _run(kernel)
-    msg = str(err.value)
+    msg = _race(kernel)
     assert f"({kind}) on __shared__ s, byte 6:" in msg, msg
-    lines = SRC.read_text().splitlines()
-    start = next(i for i, ln in enumerate(lines, 1) if f" {kernel}(" in ln)
-    at = {text: next(i for i, ln in enumerate(lines, 1) if i > start and text in ln) for text in (later, earlier)}
-    assert f"later access at tests/fixtures/emu/races.cu:{at[later]}" in msg, msg
-    assert f"earlier at tests/fixtures/emu/races.cu:{at[earlier]}" in msg, msg
+    _assert_lines(msg, kernel, later, earlier)
 
 
 @pytest.mark.parametrize("kernel", ["neighbours_synced", "warp_syncwarp", "tile_sync_within", "atomics", "cluster_synced"])
