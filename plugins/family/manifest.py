@@ -98,6 +98,7 @@ GROUP_SIZES = (2, 3)
 CANDIDATE_FIELDS = {"id", "file", "text", "defect", "launch", "zero_before"}
 CANDIDATE_FIELDS |= {"allow_local"}  # opt-in to local memory (a stack frame): see families/README.md
 CANDIDATE_FIELDS |= {"allow_spills"}  # optional: spills by design (recorded, not failed)
+CANDIDATE_FIELDS |= {"faults"}  # [[wrong]] only: it faults (out of bounds) on purpose; the GPU gate isolates it
 NEEDS_FIELDS = {"compute_capability", "why"}  # [needs]: the lowest compute capability (default 8.0)
 MAX_CLUSTER = 8  # portable cluster size; larger needs a non-portable launch attribute
 LAUNCH_FIELDS = {"kernel", "grid", "block", "shared_bytes", "args", "cooperative"}
@@ -178,6 +179,7 @@ class Candidate:
     signatures: Mapping[str, KernelSignature] = field(default_factory=dict, compare=False)
     allow_local: bool = False  # the family declares this candidate's local memory on purpose
     allow_spills: bool = False  # spills by design: ptxas spill bytes are recorded instead of failing
+    faults: str = ""  # a wrong variant that faults (how): the GPU gate runs it in its own process
 
     @property
     def code(self) -> str:
@@ -552,9 +554,9 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
     required |= {"text"} if role == "rewrite" else ({"defect"} if role == "wrong" else set())
     allowed = set(CANDIDATE_FIELDS)
     if role == "start":
-        allowed -= {"id", "text", "defect"}
+        allowed -= {"id", "text", "defect", "faults"}
     elif role == "rewrite":
-        allowed -= {"defect"}
+        allowed -= {"defect", "faults"}
     else:
         allowed -= {"text"}
     _check_fields(raw, allowed, required, file, where)
@@ -615,6 +617,7 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
         signatures=sigs,
         allow_local=allow_local,
         allow_spills=_expect(raw.get("allow_spills", False), bool, file, where + "allow_spills", "true or false"),
+        faults=_expect(raw.get("faults", ""), str, file, where + "faults", "a string: how the variant faults").strip(),
     )
 
 

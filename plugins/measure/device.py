@@ -267,6 +267,62 @@ def _cupy_cuda_path(cupy: Any) -> str | None:
         return None
 
 
+# The gate's red zones: each gate buffer sits between two canary-filled guards of at least
+# GUARD_MIN_BYTES (and at least its own size, up to GUARD_MAX_BYTES), checked after the run.
+# Why: a wrong variant that writes out of bounds (shade_*'s sorted_inclusive does, by design)
+# must be rejected with the buffer it overran, not kill the process's CUDA context and every
+# family after it, as it did on the first H200 pass.
+GUARD_MIN_BYTES = 64 * 1024
+GUARD_MAX_BYTES = 16 * 1024 * 1024
+GUARD_ALIGN = 4096  # the view keeps the allocation's alignment (float4, uint4 and TMA-sized loads)
+CANARY = 0xA5  # not a poison byte (0xFF), not zero
+
+
+class OutOfBounds(RuntimeError):
+    """A candidate wrote into a gate buffer's guard: rejected, with the buffer and the offset."""
+
+
+def guard_bytes(nbytes: int) -> int:
+    """The guard on each side of an `nbytes` buffer: a multiple of GUARD_ALIGN."""
+    want = min(max(GUARD_MIN_BYTES, nbytes), GUARD_MAX_BYTES)
+    return -(-want // GUARD_ALIGN) * GUARD_ALIGN
+
+
+@dataclass(frozen=True)
+class GuardedBuffer:
+    """One gate buffer on the device: raw = [guard][data][guard], `view` is the data."""
+
+    name: str
+    raw: Any  # uint8 device array
+    view: Any
+    guard: int
+    nbytes: int
+
+    @classmethod
+    def place(cls, xp: Any, name: str, host: np.ndarray) -> "GuardedBuffer":
+        arr = device_view(host)
+        nbytes = int(arr.nbytes)
+        g = guard_bytes(nbytes)
+        raw = xp.empty(2 * g + nbytes, dtype=xp.uint8)
+        raw.data.memset_async(CANARY, raw.nbytes)  # a memset and a copy, never a CuPy-compiled kernel
+        view = raw[g:g + nbytes].view(arr.dtype)
+        if nbytes:
+            view.data.copy_from_device_async(xp.asarray(arr).data, nbytes)
+        return cls(name, raw, view, g, nbytes)
+
+    def overrun(self, xp: Any) -> str:
+        """"" when both guards still hold the canary; else which side changed, how many bytes and where."""
+        sides = (("before the start", xp.asnumpy(self.raw[: self.guard]), True),
+                 ("past the end", xp.asnumpy(self.raw[self.guard + self.nbytes:]), False))
+        for where, guard, before in sides:
+            hit = np.flatnonzero(np.asarray(guard) != CANARY)
+            if hit.size:
+                span = (f"bytes {self.guard - hit[-1]} to {self.guard - hit[0]} before its start" if before
+                        else f"bytes {hit[0]} to {hit[-1]} past its end (byte 0 is the first after it)")
+                return f"wrote {where} of buffer '{self.name}' ({self.nbytes} bytes): {hit.size} guard bytes changed, {span}"
+        return ""
+
+
 class CupyExecutor:
     """plugins.gate.check.Executor on a CUDA device through CuPy."""
 
@@ -397,14 +453,18 @@ class CupyExecutor:
         return ""
 
     def run(self, fam: Family, cand: Candidate, shape: Mapping[str, Number], buffers: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """plugins.gate.check.Executor: host buffers in, every buffer back on the host."""
+        """plugins.gate.check.Executor: host buffers in, every buffer back on the host; each
+        buffer between red zones (GuardedBuffer), so an overrun is a verdict, not a dead context."""
         self.compile(cand)
         plan = fam.resolve(cand, shape, self.sm_count)
-        dev = self.to_device(buffers)
-        self.launch_plan(cand, plan, dev)
+        guarded = {k: GuardedBuffer.place(self.cp, k, v) for k, v in buffers.items()}
+        self.launch_plan(cand, plan, {k: g.view for k, g in guarded.items()})
         self.synchronize()
-        out = {k: host_view(self.cp.asnumpy(v), buffers[k].dtype) for k, v in dev.items()}
-        del dev
+        overruns = [why for g in guarded.values() if (why := g.overrun(self.cp))]
+        if overruns:
+            raise OutOfBounds("; ".join(overruns))
+        out = {k: host_view(self.cp.asnumpy(g.view), buffers[k].dtype) for k, g in guarded.items()}
+        del guarded
         return out
 
     def free(self) -> None:

@@ -484,8 +484,10 @@ def exit_status(pytest_rc: int, summaries: Iterable[Mapping[str, Any]], prefligh
 
 def rerun_families(out: Path) -> list[str]:
     """The selected families a lost context or a hang left unmeasured: those whose summary says
-    "context: not measured", and those with no summary at all (the process exited before them).
-    A family recorded as hung is not among them (it would hang again)."""
+    "context: not measured", those whose gate killed the context on a wrong variant (`rerun_gate`:
+    the new process carries that rejection), and those with no summary at all (the process exited
+    before them). A family recorded as hung, or whose start or a rewrite killed the context, is not
+    among them (it would do it again)."""
     out = Path(out)
     summaries = {f: s for g in read_summaries(out).values() for f, s in g.items()}
     try:
@@ -499,7 +501,7 @@ def rerun_families(out: Path) -> list[str]:
         if s is None:
             if hung:
                 left.append(name)
-        elif str(s.get("reason", "")).startswith("context: not measured"):
+        elif str(s.get("reason", "")).startswith("context: not measured") or s.get("rerun_gate"):
             left.append(name)
     return left
 

@@ -101,6 +101,13 @@ class FamilyOutcome:
     set: str = ""
     not_measured: str = ""  # why no key was measured on purpose (slips-only, not a target GPU)
     inputs: TimingInputs | None = None  # the key's timing inputs: the slip and the repeat use these
+    crashed: dict[str, str] = field(default_factory=dict)  # wrong variants whose gate run killed the context: why
+
+    @property
+    def rerun_gate(self) -> bool:
+        """The context died on a wrong variant's gate run: a new process gates the family again, carrying
+        that rejection (a crash is one), instead of leaving the family unmeasured."""
+        return self.error.startswith("context: ") and bool(self.crashed)
 
     def summary(self) -> dict:
         rk = self.ranking.ranking if self.ranking else None
@@ -129,6 +136,8 @@ class FamilyOutcome:
             "slip_files": self.slip.get("files", []),
             "key": str(self.key_path) if self.key_path else None,
             "seconds": self.seconds,
+            "gate_crashed": self.crashed,
+            "rerun_gate": self.rerun_gate,
         }
 
 
@@ -160,6 +169,24 @@ def _seed() -> int:
 
 class ContextLost(RuntimeError):
     """The CUDA context died (a sticky error): nothing later in this process can be trusted."""
+
+
+def crashed_before(out_root: Path, gpu: str) -> dict[str, dict[str, str]]:
+    """By family, the wrong variants an earlier process of this pass (the same output folder) saw kill
+    the CUDA context in the gate, with why: a rerun rejects them without running them again."""
+    found: dict[str, dict[str, str]] = {}
+    for path in sorted((Path(out_root) / "reports" / "measure" / gpu).glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+            crashed = data.get("gate_crashed") or {}
+            if crashed:
+                found[str(data["family"])] = {str(k): str(v) for k, v in crashed.items()}
+        except (OSError, ValueError, KeyError, AttributeError) as exc:
+            log.warning("could not read %s: %s", path, exc)
+    return found
+
+
+CARRIED = "rejected in an earlier process of this pass, not run again: "
 
 
 SLIP_PENDING = "taken after every family's timing (so a slow ncu never costs a key); see the slip step"
@@ -206,8 +233,10 @@ class MeasureSession:
         health: Callable[[], str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         exit: Callable[[int], None] = os._exit,
+        isolate: Callable[[Family, Candidate, Sequence[int]], GateResult] | None = None,
     ):
         self.config = config
+        self.isolate = isolate  # gates a wrong variant that faults on purpose (`faults`) in a child process
         self.exit = exit  # called with HUNG once a family hung: nothing later in this process can be trusted
         self.hung = ""  # the family that hung, once one did
         self._hung_lock = threading.Lock()
@@ -231,6 +260,7 @@ class MeasureSession:
         self._slip_order: list[str] | None = None
         self._repeat_order: list[str] | None = None
         self.previous = load_previous(config.previous, self.slug) if config.previous else {}
+        self.carried = {} if config.slips_only else crashed_before(Path(config.out_root), self.slug)
         # Only a slip (ncu's child) or a repeat reads the stored inputs: without either none is written.
         keep = config.repeat or (config.ncu and not config.ncu_unusable and capture is not None)
         self.inputs = InputStore((config.inputs_root or config.out_root) if keep else None, timing_buffers)
@@ -564,11 +594,24 @@ class MeasureSession:
         try:
             t0 = time.monotonic()
             seeds = tuple(self.seeds(self.config.gate_seeds))
+            carried = self.carried.get(fam.name, {})
             for cand in fam.all_candidates:
-                out.gate[cand.id] = gate_candidate(fam, cand, self.executor, seeds)
+                if cand.role == "wrong" and cand.id in carried:
+                    out.crashed[cand.id] = carried[cand.id]
+                    out.gate[cand.id] = GateResult(fam.name, cand.id, cand.role, False, CARRIED + carried[cand.id], (),
+                                                   tuple(fam.shapes("gate")), "an earlier process of this pass")
+                elif cand.role == "wrong" and cand.faults and self.isolate is not None:
+                    out.gate[cand.id] = self.isolate(fam, cand, seeds)  # its fault kills only the child's context
+                else:
+                    out.gate[cand.id] = gate_candidate(fam, cand, self.executor, seeds)
                 log.info("%s/%s gate: %s %s", fam.name, cand.id, "pass" if out.gate[cand.id].passed else "FAIL", out.gate[cand.id].reason)
-                if not out.gate[cand.id].passed:  # a crash may have killed the context: every later verdict would lie
-                    self._check_context(f"{fam.name}/{cand.id} in the gate")
+                if not out.gate[cand.id].passed and cand.id not in carried:  # a crash may have killed the context
+                    try:
+                        self._check_context(f"{fam.name}/{cand.id} in the gate")
+                    except ContextLost as exc:
+                        if cand.role == "wrong":  # rejected all the same; the family is gated again in a new process
+                            out.crashed[cand.id] = f"{out.gate[cand.id].reason}; {exc}"
+                        raise
             out.gate_problems = gate_problems(out.gate)
             out.seconds["gate"] = time.monotonic() - t0
 
@@ -611,6 +654,8 @@ class MeasureSession:
                                      replace=self.config.replace, also_check=self._family_roots(fam))
         except ContextLost as exc:
             out.error = f"context: {exc}"
+            if out.rerun_gate:
+                out.error += "; the family is gated again in a new process, with this wrong variant's rejection carried"
             out.slip = {"status": "skipped", "reason": "the CUDA context was lost"}
             log.error("%s: %s; the remaining families are not measured in this process", fam.name, exc)
         except LaunchHung as exc:
@@ -814,6 +859,7 @@ def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
     """The real session: CUDA-event timer, provenance read from the device, ncu slips."""
     from plugins.measure.capture import METRICS, REQUIRED_METRICS, ProfilerState, capture_slip, find_ncu, ncu_version
     from plugins.measure.device import full_compile_options
+    from plugins.measure.gate_child import gate_isolated
     from plugins.measure.provenance import CupyProbe, gpu_record, software_record
     from plugins.measure.timing import CudaEventTimer
 
@@ -850,8 +896,12 @@ def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
                             state=profiler, budget=budget, name=name, **slip_options(fam), **slip_inputs(inputs),
                             cubin_sha256=cubin)
 
+    def isolate(fam: Family, cand: Candidate, seeds: Sequence[int]) -> GateResult:
+        return gate_isolated(fam, cand, seeds, families_root=Path(config.families_root).resolve(),
+                             device_index=executor.device_index, repo=Path(config.repo).resolve())
+
     return MeasureSession(config, executor, timer_factory, gpu, prov, capture=capture, after_family=executor.free,
-                          health=executor.context_error)
+                          health=executor.context_error, isolate=isolate)
 
 
 REFUSED = "refused: "

@@ -32,6 +32,14 @@ def test_gate_emulated(candidate, emulator, record_property):
         if result.passed:
             pytest.fail(f"{cand.path}: the deliberately wrong variant passed the gate (seeds {result.seeds}); its defect: {cand.text}. "
                         "Fix: make the variant fail as its defect says, on the gate sizes (or add a gate size where it does)", pytrace=False)
+        faulted = "EmuOutOfBounds" in result.reason
+        if faulted and not cand.faults:
+            pytest.fail(f"{cand.path}: the wrong variant faults ({result.reason}); on a GPU a fault can kill the CUDA context "
+                        "of the process that runs it, and every family after it. Fix: add faults = \"how it faults\" to its "
+                        "[[wrong]] entry in family.toml, so the GPU gate runs it in a child process", pytrace=False)
+        if cand.faults and not faulted:
+            pytest.fail(f"{cand.path}: declares faults = {cand.faults!r}, but the emulated gate rejected it without a fault "
+                        f"({result.reason}). Fix: remove faults from its [[wrong]] entry, or make the defect what it says", pytrace=False)
     elif not result.passed:
         if "EmuCompileError" in result.reason:
             from plugins.family.compile import ARCHS, compile_source

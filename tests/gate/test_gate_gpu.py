@@ -6,10 +6,12 @@ be rejected, with its reason. Skips, with the reason, without a CUDA device.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from plugins.gate.check import family_seeds, gate_candidate
+from plugins.measure.gate_child import gate_isolated
 from plugins.measure.targets import device_of, family_skip
 
 pytestmark = pytest.mark.gpu
@@ -22,7 +24,11 @@ def test_gate_gpu(candidate, cupy_executor, record_property):
     if cand.role == "wrong" and os.environ.get("SPARKTRACE_GATE_MEMCHECK") == "1":
         pytest.skip(f"{fam.name}/{cand.id}: under memcheck (scripts/gate-memcheck.sh) only starts and rewrites run; "
                     "a wrong variant may go out of bounds on purpose")
-    result = gate_candidate(fam, cand, cupy_executor, family_seeds(fam.name))
+    if cand.role == "wrong" and cand.faults:  # it faults on purpose: only a child's context may die of it
+        result = gate_isolated(fam, cand, family_seeds(fam.name), families_root=fam.path.parent.resolve(),
+                               device_index=cupy_executor.device_index, repo=Path(__file__).resolve().parents[2])
+    else:
+        result = gate_candidate(fam, cand, cupy_executor, family_seeds(fam.name))
     record_property("gate_seeds", ",".join(map(str, result.seeds)))
     record_property("gate_reason", result.reason)
     if not result.passed and (lost := cupy_executor.context_error()):
