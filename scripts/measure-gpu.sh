@@ -150,7 +150,7 @@ while [ $SLIPS_ONLY = 0 ] && [ "$n" -lt "$RERUNS" ]; do
     [ -n "$rerun" ] || break
     n=$(( n + 1 ))
     say "== the CUDA context was lost or a family hung; measuring again in a new process ($n of $RERUNS): $rerun"
-    run_pass "$OUT/measure-rerun-$n.log" "$@" --measure-families "$rerun" --junitxml "$OUT/junit-rerun-$n.xml"
+    run_pass "$OUT/measure-rerun-$n.log" "$@" --measure-families "$rerun" --measure-rerun --junitxml "$OUT/junit-rerun-$n.xml"
     rc2=$?
     [ "$rc" -eq 0 ] && rc=$rc2  # a hang stays 10: finish reads it from the summaries too
 done

@@ -617,8 +617,16 @@ def _candidate(fam_dir: Path, raw: Mapping[str, Any], role: str, where: str, fil
         signatures=sigs,
         allow_local=allow_local,
         allow_spills=_expect(raw.get("allow_spills", False), bool, file, where + "allow_spills", "true or false"),
-        faults=_expect(raw.get("faults", ""), str, file, where + "faults", "a string: how the variant faults").strip(),
+        faults=_faults(raw, file, where),
     )
+
+
+def _faults(raw: Mapping[str, Any], file: str, where: str) -> str:
+    text = _expect(raw.get("faults", ""), str, file, where + "faults", "a string: how the variant faults").strip()
+    if "faults" in raw and not text:
+        raise FamilyError(file, where + "faults", "is empty", "say how the variant faults (what it reads or writes out of "
+                          "bounds), or remove the field if it does not fault")
+    return text
 
 
 def _profile_checks(raw: Any, cands: tuple[Candidate, ...], file: str) -> tuple[ProfileCheck, ...]:

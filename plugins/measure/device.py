@@ -400,11 +400,6 @@ class CupyExecutor:
 
     # ---------------------------------------------------------------- launch
 
-    def to_device(self, buffers: Mapping[str, np.ndarray]) -> dict[str, Any]:
-        """Device copies; bfloat16 and e4m3 buffers travel as raw bytes (CuPy has no such dtypes),
-        so a 0xFF-poisoned output stays 0xFF bytes on the device."""
-        return {k: self.cp.asarray(device_view(v)) for k, v in buffers.items()}
-
     def bind(self, cand: Candidate, plan: Sequence[ResolvedLaunch], dev: Mapping[str, Any]) -> tuple:
         """The plan with its kernels looked up and its arguments converted once, so a
         timed loop spends no host time on them between launches."""

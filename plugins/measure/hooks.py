@@ -36,6 +36,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--measure-watchdog-s", type=budget_seconds, default=None, metavar="S",
                     help="a family whose gate and timing run longer than S is recorded as hung and the process exits "
                          "with status 10 (the script measures the rest in a new process); default 60; 0: no watchdog")
+    group.addoption("--measure-rerun", action="store_true",
+                    help="this process is the script's rerun of the same --measure-out: wrong variants the earlier process "
+                         "saw kill the CUDA context in the gate are rejected without running them again")
     group.addoption("--measure-allow-unknown-commit", action="store_true",
                     help="measure even though no git commit can be named (no .git and no $SPARKTRACE_GIT_COMMIT); recorded in every key")
 

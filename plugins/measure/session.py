@@ -9,6 +9,7 @@ through seams (an `Executor` from plugins.gate.check, a `TimerFactory`, a
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -81,6 +82,7 @@ class MeasureConfig:
     watchdog_s: float | None = WATCHDOG_S  # a family's key step past this is recorded as hung (None: no watchdog)
     partial_archive: bool = False  # refresh <out_root>/measure-partial.tar.gz after each key (the script's OUT only)
     inputs_root: Path | None = None  # where the timing inputs' .npz files go (None: out_root)
+    rerun: bool = False  # the script's rerun of the same output folder: carry the earlier process's gate crashes
 
 
 @dataclass
@@ -101,13 +103,12 @@ class FamilyOutcome:
     set: str = ""
     not_measured: str = ""  # why no key was measured on purpose (slips-only, not a target GPU)
     inputs: TimingInputs | None = None  # the key's timing inputs: the slip and the repeat use these
-    crashed: dict[str, str] = field(default_factory=dict)  # wrong variants whose gate run killed the context: why
-
-    @property
-    def rerun_gate(self) -> bool:
-        """The context died on a wrong variant's gate run: a new process gates the family again, carrying
-        that rejection (a crash is one), instead of leaving the family unmeasured."""
-        return self.error.startswith("context: ") and bool(self.crashed)
+    # wrong variants whose gate run killed the context (this process's, or carried): {id: {reason, source_sha256}}
+    crashed: dict[str, dict[str, str]] = field(default_factory=dict)
+    # the context died in this process's gate, on a wrong variant: a new process gates the family again,
+    # carrying that rejection (a crash is one), instead of leaving the family unmeasured. Never set by a
+    # loss anywhere else (timing, a start or rewrite): that would only happen again.
+    rerun_gate: bool = False
 
     def summary(self) -> dict:
         rk = self.ranking.ranking if self.ranking else None
@@ -171,19 +172,25 @@ class ContextLost(RuntimeError):
     """The CUDA context died (a sticky error): nothing later in this process can be trusted."""
 
 
-def crashed_before(out_root: Path, gpu: str) -> dict[str, dict[str, str]]:
-    """By family, the wrong variants an earlier process of this pass (the same output folder) saw kill
-    the CUDA context in the gate, with why: a rerun rejects them without running them again."""
-    found: dict[str, dict[str, str]] = {}
+def crashed_before(out_root: Path, gpu: str) -> dict[str, dict[str, dict[str, str]]]:
+    """By family, the wrong variants the earlier process of this pass (the same output folder) saw kill
+    the CUDA context in the gate, with why and the source's sha256: the script's rerun
+    (--measure-rerun) rejects them without running them again."""
+    found: dict[str, dict[str, dict[str, str]]] = {}
     for path in sorted((Path(out_root) / "reports" / "measure" / gpu).glob("*.json")):
         try:
             data = json.loads(path.read_text())
             crashed = data.get("gate_crashed") or {}
             if crashed:
-                found[str(data["family"])] = {str(k): str(v) for k, v in crashed.items()}
-        except (OSError, ValueError, KeyError, AttributeError) as exc:
+                found[str(data["family"])] = {str(k): {"reason": str(v["reason"]), "source_sha256": str(v["source_sha256"])}
+                                              for k, v in crashed.items()}
+        except (OSError, ValueError, KeyError, AttributeError, TypeError) as exc:
             log.warning("could not read %s: %s", path, exc)
     return found
+
+
+def source_sha256(cand: Candidate) -> str:
+    return hashlib.sha256(cand.source.encode()).hexdigest()
 
 
 CARRIED = "rejected in an earlier process of this pass, not run again: "
@@ -260,7 +267,7 @@ class MeasureSession:
         self._slip_order: list[str] | None = None
         self._repeat_order: list[str] | None = None
         self.previous = load_previous(config.previous, self.slug) if config.previous else {}
-        self.carried = {} if config.slips_only else crashed_before(Path(config.out_root), self.slug)
+        self.carried = crashed_before(Path(config.out_root), self.slug) if config.rerun and not config.slips_only else {}
         # Only a slip (ncu's child) or a repeat reads the stored inputs: without either none is written.
         keep = config.repeat or (config.ncu and not config.ncu_unusable and capture is not None)
         self.inputs = InputStore((config.inputs_root or config.out_root) if keep else None, timing_buffers)
@@ -278,7 +285,8 @@ class MeasureSession:
                 out = FamilyOutcome(fam.name, not_measured=f"skipped: {why}")
                 out.slip = {"status": "skipped", "reason": "not measured on this GPU"}
             elif self.dead:
-                out = FamilyOutcome(fam.name, error=f"context: not measured, {self.dead}; rerun this family in a new process")
+                out = FamilyOutcome(fam.name, error=f"context: not measured, {self.dead}; rerun this family in a new process",
+                                    crashed=self._carried(fam))  # kept for the next rerun
                 out.slip = {"status": "skipped", "reason": "the CUDA context was lost earlier in this process"}
             else:
                 out = self._watched(fam)
@@ -313,6 +321,12 @@ class MeasureSession:
                 write_json_atomic(path, {"gpu": self.slug, "families": names})
         except (OSError, ValueError) as exc:
             log.warning("could not write %s: %s", path, exc)
+
+    def _carried(self, fam: Family) -> dict[str, dict[str, str]]:
+        """The earlier process's crashed wrong variants of `fam` whose source is still the one that crashed."""
+        wrong = {c.id: c for c in fam.wrong}
+        return {cid: v for cid, v in self.carried.get(fam.name, {}).items()
+                if cid in wrong and v.get("source_sha256") == source_sha256(wrong[cid])}
 
     def _watched(self, fam: Family) -> FamilyOutcome:
         """`_measure` under the per-family watchdog: a family still running after `watchdog_s`
@@ -594,11 +608,11 @@ class MeasureSession:
         try:
             t0 = time.monotonic()
             seeds = tuple(self.seeds(self.config.gate_seeds))
-            carried = self.carried.get(fam.name, {})
+            carried = self._carried(fam)
             for cand in fam.all_candidates:
-                if cand.role == "wrong" and cand.id in carried:
+                if cand.id in carried:
                     out.crashed[cand.id] = carried[cand.id]
-                    out.gate[cand.id] = GateResult(fam.name, cand.id, cand.role, False, CARRIED + carried[cand.id], (),
+                    out.gate[cand.id] = GateResult(fam.name, cand.id, cand.role, False, CARRIED + carried[cand.id]["reason"], (),
                                                    tuple(fam.shapes("gate")), "an earlier process of this pass")
                 elif cand.role == "wrong" and cand.faults and self.isolate is not None:
                     out.gate[cand.id] = self.isolate(fam, cand, seeds)  # its fault kills only the child's context
@@ -610,7 +624,8 @@ class MeasureSession:
                         self._check_context(f"{fam.name}/{cand.id} in the gate")
                     except ContextLost as exc:
                         if cand.role == "wrong":  # rejected all the same; the family is gated again in a new process
-                            out.crashed[cand.id] = f"{out.gate[cand.id].reason}; {exc}"
+                            out.crashed[cand.id] = {"reason": f"{out.gate[cand.id].reason}; {exc}", "source_sha256": source_sha256(cand)}
+                            out.rerun_gate = True
                         raise
             out.gate_problems = gate_problems(out.gate)
             out.seconds["gate"] = time.monotonic() - t0
@@ -859,7 +874,7 @@ def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
     """The real session: CUDA-event timer, provenance read from the device, ncu slips."""
     from plugins.measure.capture import METRICS, REQUIRED_METRICS, ProfilerState, capture_slip, find_ncu, ncu_version
     from plugins.measure.device import full_compile_options
-    from plugins.measure.gate_child import gate_isolated
+    from plugins.measure.gate_child import child_timeout, gate_isolated
     from plugins.measure.provenance import CupyProbe, gpu_record, software_record
     from plugins.measure.timing import CudaEventTimer
 
@@ -898,7 +913,8 @@ def gpu_session(config: MeasureConfig, executor: Any) -> MeasureSession:
 
     def isolate(fam: Family, cand: Candidate, seeds: Sequence[int]) -> GateResult:
         return gate_isolated(fam, cand, seeds, families_root=Path(config.families_root).resolve(),
-                             device_index=executor.device_index, repo=Path(config.repo).resolve())
+                             device_index=executor.device_index, repo=Path(config.repo).resolve(),
+                             timeout_s=child_timeout(config.watchdog_s))
 
     return MeasureSession(config, executor, timer_factory, gpu, prov, capture=capture, after_family=executor.free,
                           health=executor.context_error, isolate=isolate)
@@ -1018,6 +1034,7 @@ def state_from_options(root: Path, getoption: Callable[[str], Any], argv: Sequen
         ncu_required_metrics=getoption("measure_ncu_metrics") == "required",
         allow_unknown_commit=bool(getoption("measure_allow_unknown_commit")),
         watchdog_s=_watchdog(getoption("measure_watchdog_s")),
+        rerun=bool(getoption("measure_rerun")),
         partial_archive=out_root != root.resolve() and root.resolve() not in out_root.parents,
         # the timing inputs' files: under the output folder, never inside the repository
         inputs_root=None if out_root != root.resolve() and root.resolve() not in out_root.parents else

@@ -12,6 +12,9 @@ import pytest
 
 from plugins.gate.check import family_seeds, gate_candidate
 
+# The emulator's words for a fault, which on a GPU can leave the CUDA context unusable (plugins/gate/emulate.py).
+FAULTS = ("EmuOutOfBounds", "the kernel trapped", ": abort() (")
+
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed: the CPU emulator compiles kernels with it")
 
 
@@ -32,7 +35,7 @@ def test_gate_emulated(candidate, emulator, record_property):
         if result.passed:
             pytest.fail(f"{cand.path}: the deliberately wrong variant passed the gate (seeds {result.seeds}); its defect: {cand.text}. "
                         "Fix: make the variant fail as its defect says, on the gate sizes (or add a gate size where it does)", pytrace=False)
-        faulted = "EmuOutOfBounds" in result.reason
+        faulted = any(f in result.reason for f in FAULTS)
         if faulted and not cand.faults:
             pytest.fail(f"{cand.path}: the wrong variant faults ({result.reason}); on a GPU a fault can kill the CUDA context "
                         "of the process that runs it, and every family after it. Fix: add faults = \"how it faults\" to its "

@@ -253,4 +253,5 @@ def test_the_crash_rerun_forwards_the_users_arguments(tmp_path):
     for arg in ("--set", "all", "--no-ncu", "--measure-blocks", "2"):
         assert arg in rerun, (arg, rerun)
     assert rerun[rerun.index("--measure-families") + 1] == "c", "the hung family is not rerun; the one never reached is"
+    assert "--measure-rerun" in rerun and "--measure-rerun" not in calls[0], "only the rerun carries the gate's crashes"
     assert p.returncode == HUNG, p.stdout + p.stderr

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from plugins.gate.check import gate_candidate
-from plugins.measure.gate_child import ISOLATED, IsolatedGateError, gate_isolated
+from plugins.measure.gate_child import ISOLATED, IsolatedGateError, child_timeout, gate_isolated
 from plugins.measure.gpu_run import rerun_families
-from plugins.measure.session import CARRIED
+from plugins.measure.session import CARRIED, MeasureConfig
 from tests.measure.test_measure_protocol import FIXTURES, FakeExecutor, _session, fake_cupy  # noqa: F401 (the FAKE cupy fixture)
 
 pytestmark = pytest.mark.measure
@@ -108,7 +108,7 @@ def test_the_isolated_verdict_a_crash_a_hang_and_a_child_that_never_started(scal
     v = gate_isolated(scale_fixture, w, (4, 5), **go, run=_completed(0, running + json.dumps({"passed": False, "reason": "out: NaN"})))
     assert not v.passed and v.reason == ISOLATED + "out: NaN" and v.seeds == (4, 5) and v.executor == "cupy (a child process)"
     v = gate_isolated(scale_fixture, w, (4,), **go, run=_completed(-6, running, "CUDA_ERROR_ILLEGAL_ADDRESS\nAborted"))
-    assert not v.passed and "died running it (exit status -6)" in v.reason and "CUDA_ERROR_ILLEGAL_ADDRESS | Aborted" in v.reason
+    assert not v.passed and "died running it (signal SIGABRT)" in v.reason and "CUDA_ERROR_ILLEGAL_ADDRESS | Aborted" in v.reason
 
     def hang(cmd, **kw):
         raise subprocess.TimeoutExpired(cmd, kw["timeout"], output=running.encode())
@@ -117,11 +117,39 @@ def test_the_isolated_verdict_a_crash_a_hang_and_a_child_that_never_started(scal
     assert not v.passed and "still running after 0.5 s" in v.reason
     with pytest.raises(IsolatedGateError, match="before running the variant: Traceback [|] ImportError: no cupy"):
         gate_isolated(scale_fixture, w, (4,), **go, run=_completed(1, "", "Traceback\nImportError: no cupy"))
+    with pytest.raises(IsolatedGateError, match="of no fault signal and no CUDA error: Killed"):  # the OOM killer, an interrupt
+        gate_isolated(scale_fixture, w, (4,), **go, run=_completed(-9, running, "Killed"))
+    with pytest.raises(IsolatedGateError, match="could not gate the variant: ValueError: make_inputs"):
+        gate_isolated(scale_fixture, w, (4,), **go, run=_completed(4, running + json.dumps({"error": "ValueError: make_inputs"})))
+    v = gate_isolated(scale_fixture, w, (4,), **go, run=_completed(1, running, "cudaErrorIllegalAddress: an illegal memory access"))
+    assert not v.passed and "died running it (exit status 1)" in v.reason
+    v = gate_isolated(scale_fixture, w, (4,), **go, run=_completed(-11, running + json.dumps({"passed": True, "reason": ""})))
+    assert v.passed and "then exited with status -11" in v.reason, "a verdict stands, so a passing wrong variant is never hidden"
     with pytest.raises(IsolatedGateError, match="did not start the variant"):
         gate_isolated(scale_fixture, w, (4,), **go, timeout_s=0.5,
                       run=lambda cmd, **kw: (_ for _ in ()).throw(subprocess.TimeoutExpired(cmd, 0.5, output=b"")))
 
 
+def test_a_child_that_segfaults_with_bytes_that_are_not_utf8_is_a_rejection(scale_fixture, tmp_path):
+    """A real process (a stand-in for python): says it is running, writes undecodable bytes, dies of SIGSEGV."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho '{\"running\": \"x\"}'\nprintf 'bad \\377\\376 bytes\\n' >&2\nkill -SEGV $$\n")
+    fake.chmod(0o755)
+    v = gate_isolated(scale_fixture, scale_fixture.wrong[0], (1,), families_root=FIXTURES, python=str(fake), timeout_s=30)
+    assert not v.passed and "signal SIGSEGV" in v.reason and "bad" in v.reason
+
+
+def test_the_child_times_out_inside_the_family_watchdog():
+    assert child_timeout(60.0) == 24.0 and child_timeout(None) == 120.0 and child_timeout(10.0) == 10.0
+
+
+def _device_present() -> bool:
+    from plugins.measure.device import probe
+
+    return probe().available
+
+
+@pytest.mark.skipif(_device_present(), reason="a CUDA device is present: the real child gates the variant there")
 def test_the_real_child_without_a_gpu_is_an_error_never_a_rejection(scale_fixture):
     """The child process itself, here (no CUDA device): it cannot start the variant, so no verdict."""
     w = scale_fixture.wrong[0]
@@ -153,6 +181,18 @@ def _dying_session(tmp_path, victim):
     return s, ex
 
 
+def _rerun(s):
+    s.config = MeasureConfig(**{**vars(s.config), "rerun": True})
+    from plugins.measure.session import crashed_before
+
+    s.carried = crashed_before(tmp_root(s), s.slug)
+    return s
+
+
+def tmp_root(s):
+    return Path(s.config.out_root)
+
+
 def test_a_context_lost_on_a_wrong_variant_is_carried_into_the_rerun(tmp_path, scale_fixture):
     other = dataclasses.replace(scale_fixture, name="other_fixture")
     first, _ = _dying_session(tmp_path, "w_tail")
@@ -161,17 +201,67 @@ def test_a_context_lost_on_a_wrong_variant_is_carried_into_the_rerun(tmp_path, s
     assert out.error.startswith("context: ") and out.rerun_gate and "gated again in a new process" in out.error
     assert first.measure(other).error.startswith("context: not measured")
     summary = json.loads((tmp_path / "reports" / "measure" / "fake-test-gpu" / "scale_fixture.json").read_text())
-    assert summary["rerun_gate"] is True and "cudaErrorIllegalAddress" in summary["gate_crashed"]["w_tail"]
+    assert summary["rerun_gate"] is True and "cudaErrorIllegalAddress" in summary["gate_crashed"]["w_tail"]["reason"]
     assert rerun_families(tmp_path) == ["scale_fixture", "other_fixture"]
+    not_rerun, ex = _dying_session(tmp_path, "none")
+    assert not_rerun.carried == {}, "only the script's rerun (--measure-rerun) carries crashes: a new pass runs everything"
 
-    second, ex = _dying_session(tmp_path, "none")  # the new process, the same output folder
-    again = second.measure(scale_fixture)
+    second, ex = _dying_session(tmp_path, "none")  # the script's rerun: a new process, the same output folder
+    again = _rerun(second).measure(scale_fixture)
     assert again.error == "" and "w_tail" not in ex.ran, "the crashed variant is not run again"
     gate = json.loads(again.key_path.read_text())["gate"]["w_tail"]
     assert gate["passed"] is False and gate["reason"].startswith(CARRIED) and "cudaErrorIllegalAddress" in gate["reason"]
     assert gate["executor"] == "an earlier process of this pass"
     second.measure(other)
     assert rerun_families(tmp_path) == [], "measured: nothing left to rerun"
+
+
+def test_a_rerun_that_loses_the_context_elsewhere_is_not_rerun_again(tmp_path, scale_fixture):
+    """The carried crash must not make a later loss (here a rewrite's gate run) look like a wrong variant's."""
+    first, _ = _dying_session(tmp_path, "w_tail")
+    first.select([scale_fixture])
+    first.measure(scale_fixture)
+    second, _ = _dying_session(tmp_path, "r_two")
+    out = _rerun(second).measure(scale_fixture)
+    assert out.error.startswith("context: ") and not out.rerun_gate and "gated again" not in out.error
+    assert rerun_families(tmp_path) == []
+
+
+def test_a_crash_is_carried_only_for_the_source_that_crashed(tmp_path, scale_fixture):
+    first, _ = _dying_session(tmp_path, "w_tail")
+    first.measure(scale_fixture)
+    w = scale_fixture.wrong[0]
+    edited = dataclasses.replace(scale_fixture, wrong=(dataclasses.replace(w, source=w.source + "\n// edited\n"),))
+    second, ex = _dying_session(tmp_path, "none")
+    _rerun(second).measure(edited)
+    assert "w_tail" in ex.ran, "an edited variant is gated again"
+
+
+def test_a_family_not_measured_after_a_loss_keeps_its_carried_crash(tmp_path, scale_fixture):
+    other = dataclasses.replace(scale_fixture, name="other_fixture")
+    first, _ = _dying_session(tmp_path, "w_tail")
+    first.measure(scale_fixture)
+    second, _ = _dying_session(tmp_path, "r_two")
+    second = _rerun(second)
+    second.measure(other)  # r_two kills the context in other_fixture first
+    assert second.measure(scale_fixture).error.startswith("context: not measured")
+    summary = json.loads((tmp_path / "reports" / "measure" / "fake-test-gpu" / "scale_fixture.json").read_text())
+    assert "w_tail" in summary["gate_crashed"], "the next rerun still carries it"
+
+
+def test_empty_faults_is_one_clear_error(tmp_path):
+    import shutil
+
+    from plugins.family.manifest import FamilyError, load_family
+
+    fam = tmp_path / "scale_fixture"
+    shutil.copytree(FIXTURES / "scale_fixture", fam)
+    toml = fam / "family.toml"
+    text = toml.read_text()
+    assert "[[wrong]]" in text
+    toml.write_text(text.replace("[[wrong]]\n", '[[wrong]]\nfaults = " "\n', 1))
+    with pytest.raises(FamilyError, match=r"faults.*is empty.*remove the field"):
+        load_family(fam)
 
 
 def test_a_context_lost_on_a_rewrite_is_not_rerun(tmp_path, scale_fixture):

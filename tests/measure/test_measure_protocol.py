@@ -837,13 +837,15 @@ def test_state_from_options(tmp_path):
     opts = {"measure_out": None, "measure_families": "a, b", "families_root": "families", "measure_replace": False,
             "measure_blocks": 5, "no_ncu": True, "markexpr": "measure", "measure_budget_s": None,
             "measure_slips_only": False, "measure_previous": None, "measure_repeat": True, "measure_ncu_unusable": "",
-            "measure_ncu_metrics": "all", "measure_allow_unknown_commit": False, "measure_watchdog_s": None}
+            "measure_ncu_metrics": "all", "measure_allow_unknown_commit": False, "measure_watchdog_s": None, "measure_rerun": False}
     st = state_from_options(tmp_path, opts.__getitem__, ["/venv/lib/pytest/__main__.py", "-m", "measure", "--no-ncu"], False)
     assert st.config.out_root == tmp_path and st.config.families_root == (tmp_path / "families").resolve()
     assert st.config.command.startswith("python3 -m pytest -m measure --no-ncu")
     assert st.families == ("a", "b") and st.config.ncu is False and st.selected and st.config.repeat
     assert st.config.also_check == (), "writing into the repository itself: nothing else to check"
     assert st.config.watchdog_s == 60.0 and not st.config.partial_archive, "no archive is ever written into the repository"
+    assert not st.config.rerun
+    assert state_from_options(tmp_path, {**opts, "measure_rerun": True}.__getitem__, ["pytest"], False).config.rerun
     opts["measure_out"] = str(tmp_path / "out")
     elsewhere = state_from_options(tmp_path, opts.__getitem__, ["pytest"], False).config
     assert not elsewhere.partial_archive, "an output folder inside the repository gets no archive"
