@@ -2,9 +2,9 @@
 
 Why: a variant that faults on purpose (family.toml `faults`: shade_*'s
 sorted_inclusive gathers about 32 GiB past a buffer) leaves its process's CUDA
-context unusable, and every later verdict and timing in that process with it.
-On the first H200 pass that cost every family after shade_coherent. Run in a
-child, only the child's context dies; the crash is the variant's rejection.
+context unusable, and every later verdict and timing in that process with it,
+as the first H200 pass's context was lost at shade_coherent. Run in a child,
+only the child's context dies; the crash is the variant's rejection.
 
     python -m plugins.measure.gate_child <family> <candidate> --seeds 1,2,3
                                           [--families-root families] [--device 0] [--parent PID]
@@ -56,6 +56,11 @@ def _die_with_parent(parent: int | None) -> None:
         return
     if parent is not None and os.getppid() != parent:  # it died before the prctl
         os._exit(5)
+
+
+def runs_apart(cand: Candidate) -> bool:
+    """Whether the GPU gate runs `cand` in a child process: a wrong variant that declares `faults`."""
+    return cand.role == "wrong" and bool(cand.faults)
 
 
 class IsolatedGateError(RuntimeError):

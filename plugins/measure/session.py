@@ -31,6 +31,7 @@ from plugins.measure.budget import StepBudget
 from plugins.measure.archive import write_partial
 from plugins.measure.capture import LAUNCH_SEED
 from plugins.measure.confidence import Confidence, assess
+from plugins.measure.gate_child import runs_apart
 from plugins.measure.inputs import InputStore, TimingInputs
 from plugins.measure.keyfile import SCHEMA, load_key, write_key
 from plugins.measure.provenance import inputs_record, inputs_sha256, unavailable
@@ -614,7 +615,7 @@ class MeasureSession:
                     out.crashed[cand.id] = carried[cand.id]
                     out.gate[cand.id] = GateResult(fam.name, cand.id, cand.role, False, CARRIED + carried[cand.id]["reason"], (),
                                                    tuple(fam.shapes("gate")), "an earlier process of this pass")
-                elif cand.role == "wrong" and cand.faults and self.isolate is not None:
+                elif self.isolate is not None and runs_apart(cand):
                     out.gate[cand.id] = self.isolate(fam, cand, seeds)  # its fault kills only the child's context
                 else:
                     out.gate[cand.id] = gate_candidate(fam, cand, self.executor, seeds)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from plugins.gate.check import family_seeds, gate_candidate
-from plugins.measure.gate_child import gate_isolated
+from plugins.measure.gate_child import gate_isolated, runs_apart
 from plugins.measure.targets import device_of, family_skip
 
 pytestmark = pytest.mark.gpu
@@ -24,7 +24,7 @@ def test_gate_gpu(candidate, cupy_executor, record_property):
     if cand.role == "wrong" and os.environ.get("SPARKTRACE_GATE_MEMCHECK") == "1":
         pytest.skip(f"{fam.name}/{cand.id}: under memcheck (scripts/gate-memcheck.sh) only starts and rewrites run; "
                     "a wrong variant may go out of bounds on purpose")
-    if cand.role == "wrong" and cand.faults:  # it faults on purpose: only a child's context may die of it
+    if runs_apart(cand):  # it faults on purpose: only a child's context may die of it
         result = gate_isolated(fam, cand, family_seeds(fam.name), families_root=fam.path.parent.resolve(),
                                device_index=cupy_executor.device_index, repo=Path(__file__).resolve().parents[2])
     else:
